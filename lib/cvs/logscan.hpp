@@ -1,0 +1,83 @@
+// Incremental scanning of a growing training.log: error_patterns and MaxText events in one
+// pass over each new chunk, resuming from a byte offset and holding back a partial last line.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cvs/config.hpp"
+#include "cvs/maxtext_log.hpp"
+
+namespace cvs {
+
+struct ErrorMatch {
+  std::string pattern_name;
+  std::string line;        // the matched line (trimmed to 1000 chars)
+  long long line_no = 0;   // 1-based
+};
+
+struct ScanResult {
+  std::vector<StepRecord> steps;
+  std::vector<EvalRecord> evals;
+  std::vector<CheckpointEvent> checkpoints;
+  std::vector<ErrorMatch> errors;  // in log order, at most kMaxErrors kept
+  std::optional<std::string> abort;  // "NaN"/"Inf" when MaxText aborted on a non-finite loss
+  std::optional<double> peak_memory_gb;
+  std::optional<double> memory_limit_gb;
+  long long lines = 0;
+  unsigned long long bytes = 0;
+  static constexpr std::size_t kMaxErrors = 20;
+
+  const ErrorMatch* first_error() const { return errors.empty() ? nullptr : &errors.front(); }
+};
+
+class LogScanner {
+ public:
+  explicit LogScanner(const std::vector<ErrorPattern>& patterns);
+  ~LogScanner();
+  LogScanner(LogScanner&&) noexcept;
+  LogScanner& operator=(LogScanner&&) noexcept;
+
+  // Feeds the next bytes of the log. Complete lines are processed; a trailing partial line is
+  // kept until its newline arrives (or finish()).
+  void feed(std::string_view data);
+  // Processes a final line that has no newline (the writer is done).
+  void finish();
+  const ScanResult& result() const { return result_; }
+
+ private:
+  void process(std::string_view complete_lines);
+  void on_line(std::string_view line, long long line_no);
+
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string pending_;
+  ScanResult result_;
+};
+
+// Follows one log file on disk: each poll() reads what was appended since the last one.
+class LogFollower {
+ public:
+  LogFollower(std::filesystem::path path, const std::vector<ErrorPattern>& patterns);
+  // Returns the number of new bytes read. Throws std::runtime_error if the file shrank (it was
+  // truncated or replaced: a blended or restarted log is never read as one run).
+  std::size_t poll();
+  void finish() { scanner_.finish(); }
+  const ScanResult& result() const { return scanner_.result(); }
+  const std::filesystem::path& path() const { return path_; }
+  unsigned long long offset() const { return offset_; }
+
+ private:
+  std::filesystem::path path_;
+  unsigned long long offset_ = 0;
+  LogScanner scanner_;
+};
+
+// Scans a whole file at once (for `cvs metrics` and tests).
+ScanResult scan_log_file(const std::filesystem::path& path, const std::vector<ErrorPattern>& patterns);
+
+}  // namespace cvs

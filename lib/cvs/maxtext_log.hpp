@@ -1,0 +1,54 @@
+// Parsers for the lines MaxText (and Orbax under it) writes to training.log.
+// Formats read from MaxText's own source: common/metric_logger.py (step/eval lines),
+// common/checkpointing.py (checkpoint lines), utils/max_utils.py (memstats), and Orbax's
+// event_tracking.py (checkpoint I/O durations). Old variants are accepted as documented there.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cvs {
+
+struct StepRecord {
+  long long step = 0;
+  std::optional<double> seconds;           // absent on profiler boundary lines
+  std::optional<double> tflops_per_device;  // absent during batch rampup
+  std::optional<double> tokens_per_device;
+  std::optional<double> total_weights;
+  double loss = 0.0;  // may be NaN/inf: a failure signature, never a number that passes
+  bool rampup = false;
+  bool profiler_boundary = false;
+};
+
+struct EvalRecord {
+  long long after_step = 0;
+  double loss = 0.0;
+};
+
+enum class CheckpointEventKind { SaveStarted, Saved, Restored, SaveDuration, LoadDuration };
+
+struct CheckpointEvent {
+  CheckpointEventKind kind;
+  long long step = -1;   // -1 when the line does not name it
+  double seconds = 0.0;  // durations only
+};
+
+// One recognised line. Exactly one of the optionals is set.
+struct LogEvent {
+  std::optional<StepRecord> step;
+  std::optional<EvalRecord> eval;
+  std::optional<CheckpointEvent> checkpoint;
+  std::optional<std::string> abort;          // "NaN" / "Inf" from "Aborting training due to X loss."
+  std::optional<double> memory_used_gb;      // "Using (GB) X / Y" memstats
+  std::optional<double> memory_limit_gb;
+};
+
+// The needles whose presence makes a line worth parsing (used by the scanner's prefilter).
+const std::vector<std::string>& maxtext_line_needles();
+
+// Parses one log line (without its trailing newline). nullopt when it is not a MaxText event.
+std::optional<LogEvent> parse_maxtext_line(std::string_view line);
+
+}  // namespace cvs

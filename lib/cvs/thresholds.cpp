@@ -1,0 +1,261 @@
+#include "cvs/thresholds.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cvs/config_error.hpp"
+
+namespace cvs {
+
+std::string to_string(ThresholdKind k) {
+  switch (k) {
+    case ThresholdKind::Min: return "min";
+    case ThresholdKind::Max: return "max";
+    case ThresholdKind::MaxMs: return "max_ms";
+    case ThresholdKind::MinTokS: return "min_tok_s";
+    case ThresholdKind::Within: return "within";
+    case ThresholdKind::MinRatio: return "min_ratio";
+    case ThresholdKind::Info: return "info";
+  }
+  return "?";
+}
+
+std::string to_string(Outcome o) {
+  switch (o) {
+    case Outcome::Pass: return "PASS";
+    case Outcome::Fail: return "FAIL";
+    case Outcome::Record: return "RECORD";
+    case Outcome::NA: return "N/A";
+  }
+  return "?";
+}
+
+const std::vector<ThresholdSpec>* ThresholdFile::cell(const std::string& sweep_key) const {
+  auto it = cells.find(sweep_key);
+  return it == cells.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+std::optional<ThresholdKind> parse_kind(const std::string& s) {
+  if (s == "min") return ThresholdKind::Min;
+  if (s == "max") return ThresholdKind::Max;
+  if (s == "max_ms") return ThresholdKind::MaxMs;
+  if (s == "min_tok_s") return ThresholdKind::MinTokS;
+  if (s == "within") return ThresholdKind::Within;
+  if (s == "min_ratio") return ThresholdKind::MinRatio;
+  if (s == "info") return ThresholdKind::Info;
+  return std::nullopt;
+}
+
+bool known_metric(const std::string& m) {
+  const auto& names = tracked_metric_names();
+  return std::find(names.begin(), names.end(), m) != names.end();
+}
+
+std::string fmt(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string unit(ThresholdKind k) {
+  if (k == ThresholdKind::MaxMs) return " ms";
+  if (k == ThresholdKind::MinTokS) return " tok/s";
+  return "";
+}
+
+}  // namespace
+
+ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::path& file) {
+  IssueList issues(file.string());
+  nlohmann::ordered_json root;
+  try {
+    root = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(file.string(), "", std::string("invalid JSON: ") + e.what(), "fix the JSON syntax");
+  }
+  if (!root.is_object())
+    throw ConfigError(file.string(), "", "a threshold file must be a JSON object of sweep-key cells",
+                      "write {\"BS=1,PRECISION=BF16,SL=2048\": {\"training.final_loss\": {\"kind\": \"max\", \"value\": 10}}}");
+  ThresholdFile tf;
+  tf.file = file;
+  for (auto c = root.begin(); c != root.end(); ++c) {
+    const std::string cptr = pointer_join("", c.key());
+    if (!c.key().empty() && c.key()[0] == '_') {
+      tf.comments[c.key()] = c->is_string() ? c->get<std::string>() : c->dump();
+      continue;
+    }
+    try {
+      (void)parse_sweep_key(c.key(), file.string(), cptr);
+    } catch (const ConfigError& e) {
+      issues.append(e);
+      continue;
+    }
+    if (!c->is_object()) {
+      issues.add(cptr, "cell must be an object {metric: spec}", "write {\"training.final_loss\": {\"kind\": \"max\", \"value\": 10}}");
+      continue;
+    }
+    auto& specs = tf.cells[c.key()];
+    for (auto m = c->begin(); m != c->end(); ++m) {
+      const std::string mptr = pointer_join(cptr, m.key());
+      if (!m.key().empty() && m.key()[0] == '_') continue;
+      const std::string prefix = "training.";
+      if (m.key().rfind(prefix, 0) != 0) {
+        issues.add(mptr, "metric '" + m.key() + "' lacks the training. namespace", "write \"training." + m.key() + "\"");
+        continue;
+      }
+      ThresholdSpec s;
+      s.metric = m.key().substr(prefix.size());
+      if (!known_metric(s.metric)) {
+        issues.add(mptr, "unknown metric '" + m.key() + "'",
+                   "use one of the tracked metrics (see README: Tracked metrics), e.g. training.tokens_per_sec_per_gpu");
+        continue;
+      }
+      if (!m->is_object()) {
+        issues.add(mptr, "spec must be an object {kind, value}", "write {\"kind\": \"min\", \"value\": 100.0}");
+        continue;
+      }
+      for (auto k = m->begin(); k != m->end(); ++k) {
+        if (!k.key().empty() && k.key()[0] == '_') continue;
+        if (k.key() != "kind" && k.key() != "value" && k.key() != "tolerance_pct" && k.key() != "reference")
+          issues.add(pointer_join(mptr, k.key()), "unknown key '" + k.key() + "' in a threshold spec",
+                     "use kind, value, tolerance_pct (within) or reference (min_ratio)");
+      }
+      auto kind = m->find("kind");
+      if (kind == m->end() || !kind->is_string()) {
+        issues.add(pointer_join(mptr, "kind"), "missing or non-string 'kind'",
+                   "set kind to min, max, max_ms, min_tok_s, within, min_ratio or info");
+        continue;
+      }
+      auto pk = parse_kind(kind->get<std::string>());
+      if (!pk) {
+        issues.add(pointer_join(mptr, "kind"), "unknown kind '" + kind->get<std::string>() + "'",
+                   "use min, max, max_ms, min_tok_s, within, min_ratio or info");
+        continue;
+      }
+      s.kind = *pk;
+      auto value = m->find("value");
+      if (value == m->end() || !value->is_number()) {
+        issues.add(pointer_join(mptr, "value"), "missing or non-numeric 'value'", "set a numeric value, e.g. 100.0");
+        continue;
+      }
+      s.value = value->get<double>();
+      if (s.kind == ThresholdKind::Within) {
+        auto t = m->find("tolerance_pct");
+        if (t == m->end() || !t->is_number() || t->get<double>() < 0) {
+          issues.add(pointer_join(mptr, "tolerance_pct"), "kind 'within' needs a non-negative numeric tolerance_pct",
+                     "add \"tolerance_pct\": 5.0");
+          continue;
+        }
+        s.tolerance_pct = t->get<double>();
+      }
+      if (s.kind == ThresholdKind::MinRatio) {
+        auto r = m->find("reference");
+        if (r == m->end() || !r->is_string()) {
+          issues.add(pointer_join(mptr, "reference"), "kind 'min_ratio' needs a 'reference' metric",
+                     "add \"reference\": \"training.tokens_per_sec_per_gpu\"");
+          continue;
+        }
+        std::string ref = r->get<std::string>();
+        if (ref.rfind(prefix, 0) == 0) ref = ref.substr(prefix.size());
+        if (!known_metric(ref)) {
+          issues.add(pointer_join(mptr, "reference"), "unknown reference metric '" + r->get<std::string>() + "'",
+                     "name a tracked metric, e.g. training.tokens_per_sec_per_gpu");
+          continue;
+        }
+        s.reference = ref;
+      }
+      specs.push_back(s);
+    }
+  }
+  issues.throw_if_any();
+  return tf;
+}
+
+ThresholdFile load_thresholds(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(file.string(), "", "cannot read the threshold file", "check threshold_json in the config");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_thresholds(ss.str(), file);
+}
+
+Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run, const std::vector<ThresholdSpec>* cell,
+                           bool enforce) {
+  Evaluation e;
+  e.metric = metric;
+  e.actual = run.get(metric);
+  if (cell)
+    for (const auto& s : *cell)
+      if (s.metric == metric) e.spec = s;
+  if (!e.actual) {
+    e.outcome = Outcome::NA;
+    e.message = "not produced by this run";
+    return e;
+  }
+  const double a = *e.actual;
+  if (!e.spec) {
+    e.outcome = Outcome::Record;
+    e.message = fmt(a) + (cell ? " (no threshold for this metric in the cell)" : " (no threshold cell for this sweep key)");
+    return e;
+  }
+  const auto& s = *e.spec;
+  bool ok = false;
+  std::string cmp;
+  switch (s.kind) {
+    case ThresholdKind::Min:
+    case ThresholdKind::MinTokS:
+      ok = a >= s.value;
+      cmp = fmt(a) + unit(s.kind) + (ok ? " >= " : " < ") + fmt(s.value) + unit(s.kind);
+      break;
+    case ThresholdKind::Max:
+    case ThresholdKind::MaxMs:
+      ok = a <= s.value;
+      cmp = fmt(a) + unit(s.kind) + (ok ? " <= " : " > ") + fmt(s.value) + unit(s.kind);
+      break;
+    case ThresholdKind::Within: {
+      const double tol = std::fabs(s.value) * *s.tolerance_pct / 100.0;
+      ok = std::fabs(a - s.value) <= tol;
+      cmp = fmt(a) + (ok ? " within " : " outside ") + fmt(s.value) + " +/- " + fmt(*s.tolerance_pct) + "%";
+      break;
+    }
+    case ThresholdKind::MinRatio: {
+      auto ref = run.get(s.reference);
+      if (!ref || *ref == 0) {
+        e.outcome = enforce ? Outcome::Fail : Outcome::Record;
+        e.message = "reference metric " + s.reference + " was not produced (or is 0): ratio cannot be checked";
+        return e;
+      }
+      const double ratio = a / *ref;
+      ok = ratio >= s.value;
+      cmp = fmt(a) + " / " + s.reference + " " + fmt(*ref) + " = " + fmt(ratio) + (ok ? " >= " : " < ") + fmt(s.value);
+      break;
+    }
+    case ThresholdKind::Info:
+      e.outcome = Outcome::Record;
+      e.message = fmt(a) + " (info: recorded, placeholder " + fmt(s.value) + ")";
+      return e;
+  }
+  if (!std::isfinite(a)) {
+    ok = false;
+    cmp = "non-finite value " + fmt(a) + " never passes (" + to_string(s.kind) + " " + fmt(s.value) + ")";
+  }
+  if (!enforce) {
+    e.outcome = Outcome::Record;
+    e.message = cmp + " (enforce_thresholds is false: would " + (ok ? "PASS" : "FAIL") + ")";
+    return e;
+  }
+  e.outcome = ok ? Outcome::Pass : Outcome::Fail;
+  e.message = cmp;
+  return e;
+}
+
+}  // namespace cvs

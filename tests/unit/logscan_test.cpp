@@ -1,0 +1,115 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "cvs/logscan.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+using cvs::default_error_patterns;
+
+TEST(LogScan, RealCpuRunHasTwelveStepsAndNoErrorWithDefaultPatterns) {
+  auto r = cvs::scan_log_file(cvs::test::data("logs/cpu_tiny_12steps.log"), default_error_patterns());
+  EXPECT_EQ(r.steps.size(), 12u);
+  EXPECT_EQ(r.steps.front().step, 0);
+  EXPECT_EQ(r.steps.back().step, 11);
+  EXPECT_TRUE(r.errors.empty()) << r.errors.front().pattern_name << ": " << r.errors.front().line;
+  EXPECT_FALSE(r.abort);
+}
+
+TEST(LogScan, ChunkedFeedingEqualsWholeFile) {
+  const std::string text = cvs::test::read_file(cvs::test::data("logs/cpu_ckpt_phase2.log"));
+  auto whole = cvs::scan_log_file(cvs::test::data("logs/cpu_ckpt_phase2.log"), default_error_patterns());
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 5; ++trial) {
+    cvs::LogScanner s(default_error_patterns());
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+      std::size_t n = std::uniform_int_distribution<std::size_t>(1, 700)(rng);
+      s.feed(std::string_view(text).substr(pos, n));
+      pos += n;
+    }
+    s.finish();
+    ASSERT_EQ(s.result().steps.size(), whole.steps.size());
+    for (std::size_t i = 0; i < whole.steps.size(); ++i) EXPECT_EQ(s.result().steps[i].step, whole.steps[i].step);
+    EXPECT_EQ(s.result().checkpoints.size(), whole.checkpoints.size());
+    EXPECT_EQ(s.result().lines, whole.lines);
+  }
+}
+
+TEST(LogScan, PartialLastLineWaitsForItsNewline) {
+  cvs::LogScanner s(default_error_patterns());
+  s.feed("completed step: 3, seconds: 0.1, total_weights: 1, loss: 5.");
+  EXPECT_TRUE(s.result().steps.empty()) << "a half-written line must not be parsed (loss 5. vs 5.25)";
+  s.feed("25\n");
+  ASSERT_EQ(s.result().steps.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.result().steps[0].loss, 5.25);
+}
+
+TEST(LogScan, ErrorPatternReportsNameLineAndNumber) {
+  cvs::LogScanner s({{"NCCL ERROR", "NCCL ERROR|NCCL timeout"}, {"OOM", "RESOURCE_EXHAUSTED"}});
+  s.feed("line one\nline two\nnode3: NCCL ERROR in ncclAllReduce\nRESOURCE_EXHAUSTED: out of HBM\n");
+  ASSERT_EQ(s.result().errors.size(), 2u);
+  EXPECT_EQ(s.result().errors[0].pattern_name, "NCCL ERROR");
+  EXPECT_EQ(s.result().errors[0].line_no, 3);
+  EXPECT_EQ(s.result().errors[0].line, "node3: NCCL ERROR in ncclAllReduce");
+  EXPECT_EQ(s.result().errors[1].pattern_name, "OOM");
+  EXPECT_EQ(s.result().errors[1].line_no, 4);
+}
+
+TEST(LogScan, EachDefaultPatternFiresOnItsSignature) {
+  const std::vector<std::pair<std::string, std::string>> samples = {
+      {"NCCL ERROR", "NCCL WARN NET/IB : Got completion with error; NCCL ERROR: unhandled system error"},
+      {"GPU HW fault", "Memory access fault by GPU node-2 (Agent handle: 0x5) on address 0x7f. Reason: Page not present"},
+      {"Assertion/JAX traceback", "Traceback (most recent call last):"},
+      {"ROCm init error", "RuntimeError: Unable to initialize backend 'rocm': INTERNAL: no devices"},
+      {"Python fatal error", "Fatal Python error: Segmentation fault"},
+      {"TF coordination error", "Terminating process because the JAX distributed service detected fatal errors: missing heartbeats"},
+      {"RESOURCE_EXHAUSTED/OOM", "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate"},
+      {"Segfault", "/bin/bash: line 1: 1234 Segmentation fault (core dumped) python3 train.py"},
+  };
+  for (const auto& [name, line] : samples) {
+    bool hit = false;
+    for (const auto& p : default_error_patterns()) {
+      if (p.name != name) continue;
+      cvs::LogScanner s({p});
+      s.feed(line + "\n");
+      hit = !s.result().errors.empty();
+    }
+    EXPECT_TRUE(hit) << name << " did not match: " << line;
+  }
+}
+
+TEST(LogScan, NanAbortIsRecorded) {
+  auto r = cvs::scan_log_file(cvs::test::data("logs/cpu_nan_abort.log"), default_error_patterns());
+  ASSERT_TRUE(r.abort);
+  EXPECT_EQ(*r.abort, "NaN");
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_TRUE(std::isnan(r.steps[1].loss));
+}
+
+TEST(LogScan, FollowerReadsOnlyWhatWasAppendedAndRejectsTruncation) {
+  auto dir = fs::temp_directory_path() / ("cvs_follow_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto path = dir / "training.log";
+  cvs::LogFollower f(path, default_error_patterns());
+  EXPECT_EQ(f.poll(), 0u) << "a log that does not exist yet is not an error";
+  {
+    std::ofstream o(path);
+    o << "completed step: 0, seconds: 1.0, total_weights: 1, loss: 9.0\ncompleted st";
+  }
+  f.poll();
+  EXPECT_EQ(f.result().steps.size(), 1u);
+  {
+    std::ofstream o(path, std::ios::app);
+    o << "ep: 1, seconds: 1.0, total_weights: 1, loss: 8.0\n";
+  }
+  f.poll();
+  ASSERT_EQ(f.result().steps.size(), 2u);
+  EXPECT_EQ(f.result().steps[1].step, 1);
+  { std::ofstream o(path, std::ios::trunc); }
+  EXPECT_THROW(f.poll(), std::runtime_error);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,105 @@
+// Line formats as MaxText 0.2.5 printed them on this machine (tests/data/logs), plus the older
+// variants transcribed from MaxText's format strings.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cvs/maxtext_log.hpp"
+
+using cvs::parse_maxtext_line;
+
+TEST(MaxtextLog, StepLineOfV025) {
+  auto ev = parse_maxtext_line(
+      "I1202 12:31:44.806634 140709024938880 metric_logger.py:265] completed step: 2, seconds: 0.004, TFLOP/s/device: "
+      "0.149, Tokens/s/device: 63147.509, total_weights: 256, loss: 6.015, lm_loss: 6.015, perplexity: 409.336");
+  ASSERT_TRUE(ev && ev->step);
+  EXPECT_EQ(ev->step->step, 2);
+  EXPECT_DOUBLE_EQ(*ev->step->seconds, 0.004);
+  EXPECT_DOUBLE_EQ(*ev->step->tflops_per_device, 0.149);
+  EXPECT_DOUBLE_EQ(*ev->step->tokens_per_device, 63147.509);
+  EXPECT_DOUBLE_EQ(*ev->step->total_weights, 256);
+  EXPECT_DOUBLE_EQ(ev->step->loss, 6.015) << "loss, not lm_loss";
+}
+
+TEST(MaxtextLog, OlderStepLineWithoutTotalWeights) {
+  auto ev = parse_maxtext_line(
+      "completed step: 10, seconds: 1.234, TFLOP/s/device: 250.5, Tokens/s/device: 1300.2, loss: 7.5");
+  ASSERT_TRUE(ev && ev->step);
+  EXPECT_EQ(ev->step->step, 10);
+  EXPECT_FALSE(ev->step->total_weights);
+  EXPECT_DOUBLE_EQ(ev->step->loss, 7.5);
+}
+
+TEST(MaxtextLog, NanLossParsesAsNan) {
+  auto ev = parse_maxtext_line(
+      "I1202 12:32:43.025712 140599178353536 metric_logger.py:265] completed step: 1, seconds: 0.109, TFLOP/s/device: "
+      "0.006, Tokens/s/device: 2349.896, total_weights: 256, loss: nan, lm_loss: nan, perplexity: nan");
+  ASSERT_TRUE(ev && ev->step);
+  EXPECT_TRUE(std::isnan(ev->step->loss));
+}
+
+TEST(MaxtextLog, RampupAndProfilerLines) {
+  auto r = parse_maxtext_line("[Rampup Batch Size Phase], completed step: 3, seconds: 0.5, total_weights: 64, loss: 9.1");
+  ASSERT_TRUE(r && r->step);
+  EXPECT_TRUE(r->step->rampup);
+  EXPECT_FALSE(r->step->tokens_per_device);
+  auto p = parse_maxtext_line("completed profiler activation/deactivation step: 4, total_weights: 64, loss: 9.0, lm_loss: 9.0");
+  ASSERT_TRUE(p && p->step);
+  EXPECT_TRUE(p->step->profiler_boundary);
+  EXPECT_FALSE(p->step->seconds);
+}
+
+TEST(MaxtextLog, EvalLinesNewAndOld) {
+  auto n = parse_maxtext_line(
+      "I1202 metric_logger.py:280] Completed eval after train step 99, loss=2.345, perplexity=10.4, total_weights=512, avg_z_loss=0.000");
+  ASSERT_TRUE(n && n->eval);
+  EXPECT_EQ(n->eval->after_step, 99);
+  EXPECT_DOUBLE_EQ(n->eval->loss, 2.345);
+  auto o = parse_maxtext_line("eval metrics after step: 49, loss=3.210, total_weights=100.0");
+  ASSERT_TRUE(o && o->eval);
+  EXPECT_EQ(o->eval->after_step, 49);
+  EXPECT_DOUBLE_EQ(o->eval->loss, 3.21);
+  EXPECT_FALSE(parse_maxtext_line("Completed eval step: 3, seconds: 0.1, running loss=2.0"));
+}
+
+TEST(MaxtextLog, CheckpointLines) {
+  auto s = parse_maxtext_line("I1202 checkpointing.py:596] Started an asynchronous checkpoint save for step 5");
+  ASSERT_TRUE(s && s->checkpoint);
+  EXPECT_EQ(s->checkpoint->kind, cvs::CheckpointEventKind::SaveStarted);
+  EXPECT_EQ(s->checkpoint->step, 5);
+  auto sync = parse_maxtext_line("Saved a checkpoint at step 10.");
+  ASSERT_TRUE(sync && sync->checkpoint);
+  EXPECT_EQ(sync->checkpoint->kind, cvs::CheckpointEventKind::Saved);
+  EXPECT_EQ(sync->checkpoint->step, 10);
+  auto r = parse_maxtext_line("I1202 checkpointing.py:705] restoring from this run's directory step 5");
+  ASSERT_TRUE(r && r->checkpoint);
+  EXPECT_EQ(r->checkpoint->kind, cvs::CheckpointEventKind::Restored);
+  EXPECT_EQ(r->checkpoint->step, 5);
+  auto d = parse_maxtext_line(
+      "I1202 event_tracking.py:184] [process=0] [async] Finished save (blocking + background) in 0.14 seconds @ "
+      "/tmp/t/out/ck/checkpoints/10");
+  ASSERT_TRUE(d && d->checkpoint);
+  EXPECT_EQ(d->checkpoint->kind, cvs::CheckpointEventKind::SaveDuration);
+  EXPECT_DOUBLE_EQ(d->checkpoint->seconds, 0.14);
+  EXPECT_EQ(d->checkpoint->step, 10);
+  auto l = parse_maxtext_line("[process=0] [sync] Finished load in 0.08 seconds @ /tmp/t/out/ck/checkpoints/5");
+  ASSERT_TRUE(l && l->checkpoint);
+  EXPECT_EQ(l->checkpoint->kind, cvs::CheckpointEventKind::LoadDuration);
+  EXPECT_EQ(l->checkpoint->step, 5);
+  EXPECT_FALSE(parse_maxtext_line("[async] Finished blocking save in 0.03 seconds. Continuing save @ /x/0."));
+}
+
+TEST(MaxtextLog, AbortAndMemstats) {
+  auto a = parse_maxtext_line("I1202 metric_logger.py:349] Aborting training due to NaN loss.");
+  ASSERT_TRUE(a && a->abort);
+  EXPECT_EQ(*a->abort, "NaN");
+  auto m = parse_maxtext_line("I1202 max_utils.py:786] \tUsing (GB) 150.2 / 191.98 (78.236%) on rocm:0");
+  ASSERT_TRUE(m && m->memory_used_gb);
+  EXPECT_DOUBLE_EQ(*m->memory_used_gb, 150.2);
+  EXPECT_DOUBLE_EQ(*m->memory_limit_gb, 191.98);
+}
+
+TEST(MaxtextLog, OrdinaryLinesAreNotEvents) {
+  EXPECT_FALSE(parse_maxtext_line("I1202 pyconfig.py:591] Config param steps: 12"));
+  EXPECT_FALSE(parse_maxtext_line(""));
+}

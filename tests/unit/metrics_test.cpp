@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cvs/logscan.hpp"
+#include "cvs/metrics.hpp"
+#include "test_helpers.hpp"
+
+namespace {
+cvs::StepRecord step(long long n, double secs, double loss, double tflops = 100, double tokens = 1000) {
+  cvs::StepRecord r;
+  r.step = n;
+  r.seconds = secs;
+  r.loss = loss;
+  r.tflops_per_device = tflops;
+  r.tokens_per_device = tokens;
+  return r;
+}
+}  // namespace
+
+TEST(Metrics, WarmupIsTheFirstTwoRecordsByPosition) {
+  // Steps 6 and 7 of a resumed run are its warm-up: huge times that must not count.
+  std::vector<cvs::StepRecord> s = {step(6, 50.0, 5.0, 1, 1), step(7, 40.0, 4.9, 1, 1), step(8, 1.0, 4.8),
+                                    step(9, 1.0, 4.7), step(10, 3.0, 4.6)};
+  auto m = cvs::compute_metrics(s, {}, {});
+  EXPECT_EQ(m.warmup_dropped, 2u);
+  EXPECT_DOUBLE_EQ(*m.get("step_time_seconds"), 5.0 / 3.0);
+  EXPECT_DOUBLE_EQ(*m.get("step_time_p50_ms"), 1000.0);
+  EXPECT_DOUBLE_EQ(*m.get("initial_loss"), 5.0);
+  EXPECT_DOUBLE_EQ(*m.get("final_loss"), 4.6);
+  EXPECT_EQ(*m.get("loss_decreased"), 1.0);
+}
+
+TEST(Metrics, ThroughputIsWorkOverTimeNotAMeanOfRates) {
+  std::vector<cvs::StepRecord> s = {step(0, 9, 5), step(1, 9, 5), step(2, 1, 5, 100, 1000), step(3, 1, 5, 300, 3000)};
+  auto m = cvs::compute_metrics(s, {}, {});
+  EXPECT_DOUBLE_EQ(*m.get("tokens_per_sec_per_gpu"), 1500.0);  // 2 / (1/1000 + 1/3000)
+  EXPECT_DOUBLE_EQ(*m.get("tflops_per_sec_per_gpu"), 150.0);
+  EXPECT_DOUBLE_EQ(*m.get("last_10_steps_tokens_per_second_per_gpu_avg"), 2000.0);
+}
+
+TEST(Metrics, TotalsAndScalingEfficiency) {
+  std::vector<cvs::StepRecord> s = {step(0, 1, 5), step(1, 1, 5), step(2, 1, 5, 100, 1000), step(3, 1, 5, 100, 1000)};
+  cvs::MetricsContext ctx;
+  ctx.num_nodes = 2;
+  ctx.gpus_per_node = 8;
+  ctx.scaling_baseline = {8000.0, 1};
+  auto m = cvs::compute_metrics(s, {}, ctx);
+  EXPECT_DOUBLE_EQ(*m.get("tokens_per_sec_total"), 16000.0);
+  EXPECT_DOUBLE_EQ(*m.get("scaling_efficiency_pct"), 100.0);
+  ctx.scaling_baseline = {0.0, 1};
+  EXPECT_FALSE(cvs::compute_metrics(s, {}, ctx).get("scaling_efficiency_pct")) << "0.0 disables it";
+}
+
+TEST(Metrics, PercentilesInterpolate) {
+  EXPECT_DOUBLE_EQ(cvs::percentile({1, 2, 3, 4}, 50), 2.5);
+  EXPECT_DOUBLE_EQ(cvs::percentile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, 95), 20.0);
+}
+
+TEST(Metrics, NanLossIsAFailureSignatureNotANumber) {
+  std::vector<cvs::StepRecord> s = {step(0, 1, 6.0), step(1, 1, std::nan(""))};
+  auto m = cvs::compute_metrics(s, {}, {});
+  EXPECT_TRUE(m.nonfinite_loss);
+  EXPECT_EQ(*m.first_nonfinite_step, 1);
+  EXPECT_TRUE(std::isnan(*m.get("final_loss")));
+  EXPECT_EQ(*m.get("loss_decreased"), 0.0);
+}
+
+TEST(Metrics, DuplicateAndGoingDownStepsAreRejected) {
+  EXPECT_THROW(cvs::check_step_series({step(0, 1, 5), step(1, 1, 5), step(1, 1, 5)}, "x.log"), cvs::MetricsError);
+  EXPECT_THROW(cvs::check_step_series({step(0, 1, 5), step(5, 1, 5), step(3, 1, 5)}, "x.log"), cvs::MetricsError);
+  EXPECT_NO_THROW(cvs::check_step_series({step(6, 1, 5), step(7, 1, 5)}, "x.log"));
+}
+
+TEST(Metrics, LossCurveSamplesEveryNAndMilestones) {
+  std::vector<cvs::StepRecord> s;
+  for (int i = 0; i <= 25; ++i) s.push_back(step(i, 1, 10.0 - 0.1 * i));
+  cvs::MetricsContext ctx;
+  ctx.loss_curve.sample_every = 10;
+  ctx.loss_curve.milestone_steps = {5, 1000};
+  auto m = cvs::compute_metrics(s, {}, ctx);
+  ASSERT_EQ(m.sampled_curve.size(), 4u);  // 0, 5, 10, 20
+  EXPECT_EQ(m.sampled_curve[1].step, 5);
+  EXPECT_NEAR(*m.get("loss_curve_slope"), -0.1, 1e-12);
+}
+
+TEST(Metrics, ConvergenceUsesEvalLossWhenAutoAndEvalRan) {
+  std::vector<cvs::StepRecord> s = {step(0, 2, 9), step(1, 2, 8), step(2, 2, 7), step(3, 2, 6)};
+  cvs::MetricsContext ctx;
+  ctx.convergence.target_value = 7.5;
+  auto train = cvs::compute_metrics(s, {}, ctx);
+  EXPECT_EQ(*train.get("steps_to_target"), 2);
+  EXPECT_DOUBLE_EQ(*train.get("time_to_target_seconds"), 6.0);
+  auto with_eval = cvs::compute_metrics(s, {{1, 8.0}, {3, 7.0}}, ctx);
+  EXPECT_EQ(*with_eval.get("steps_to_target"), 3);
+  EXPECT_DOUBLE_EQ(*with_eval.get("eval_loss"), 7.0);
+  ctx.convergence.target_value = 1.0;
+  auto missed = cvs::compute_metrics(s, {}, ctx);
+  EXPECT_FALSE(missed.get("steps_to_target"));
+  EXPECT_FALSE(missed.notes.empty());
+  ctx.convergence.target_value = 0.0;
+  EXPECT_FALSE(cvs::compute_metrics(s, {}, ctx).get("steps_to_target")) << "<= 0 disables convergence";
+}
+
+TEST(Metrics, FromTheRealCpuLog) {
+  auto r = cvs::scan_log_file(cvs::test::data("logs/cpu_tiny_12steps.log"), cvs::default_error_patterns());
+  auto m = cvs::compute_metrics(r.steps, r.evals, {});
+  EXPECT_DOUBLE_EQ(*m.get("initial_loss"), 6.037);
+  EXPECT_DOUBLE_EQ(*m.get("final_loss"), 5.905);
+  EXPECT_EQ(*m.get("loss_decreased"), 1.0);
+  EXPECT_EQ(m.step_times_s.size(), 10u);  // 12 steps - 2 warm-up
+  EXPECT_GT(*m.get("tokens_per_sec_per_gpu"), 0);
+}

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cvs/config.hpp"
+#include "cvs/config_error.hpp"
+
+namespace cvs::test {
+
+std::filesystem::path data(const std::string& rel);
+std::string read_file(const std::filesystem::path& p);
+nlohmann::ordered_json read_json(const std::filesystem::path& p);
+
+// The spec's example config with every <changeme> replaced (loads cleanly).
+nlohmann::ordered_json spec_example_untagged();
+// Loads JSON as if it lived at tests/data/configs/<name> (so the threshold file resolves).
+SuiteConfig load_json(const nlohmann::ordered_json& j, const std::string& name = "test_config.json");
+// The issues loading j raises (empty when it loads).
+std::vector<ConfigIssue> issues_of(const nlohmann::ordered_json& j, const std::string& name = "test_config.json");
+// True when some issue sits at exactly `pointer` and its message contains `needle`.
+::testing::AssertionResult has_issue(const std::vector<ConfigIssue>& issues, const std::string& pointer,
+                                     const std::string& needle = "");
+
+struct Proc {
+  int exit_code = -1;
+  std::string out;
+};
+// Runs a command through /bin/sh, capturing stdout+stderr.
+Proc run_command(const std::string& cmd);
+
+}  // namespace cvs::test

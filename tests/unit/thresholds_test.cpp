@@ -1,0 +1,117 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cvs/config_error.hpp"
+#include "cvs/thresholds.hpp"
+#include "test_helpers.hpp"
+
+using cvs::Outcome;
+
+namespace {
+cvs::RunMetrics metrics(std::map<std::string, double> v) {
+  cvs::RunMetrics m;
+  m.values = std::move(v);
+  return m;
+}
+cvs::ThresholdSpec spec(const std::string& metric, cvs::ThresholdKind k, double v) {
+  cvs::ThresholdSpec s;
+  s.metric = metric;
+  s.kind = k;
+  s.value = v;
+  return s;
+}
+std::vector<cvs::ConfigIssue> issues_of(const std::string& text) {
+  try {
+    cvs::parse_thresholds(text, "t_threshold.json");
+  } catch (const cvs::ConfigError& e) {
+    return e.issues();
+  }
+  return {};
+}
+}  // namespace
+
+TEST(Thresholds, SpecSnippetLoads) {
+  auto tf = cvs::load_thresholds(cvs::test::data("configs/mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json"));
+  const auto* cell = tf.cell("BS=3,PRECISION=BF16,SL=8192");
+  ASSERT_NE(cell, nullptr);
+  ASSERT_EQ(cell->size(), 5u);
+  EXPECT_EQ((*cell)[0].metric, "tflops_per_sec_per_gpu");
+  EXPECT_EQ((*cell)[4].kind, cvs::ThresholdKind::Info);
+  EXPECT_EQ(tf.comments.count("_node_count_comment"), 1u);
+  EXPECT_EQ(tf.cell("BS=3,PRECISION=FP8,SL=8192"), nullptr);
+}
+
+TEST(Thresholds, EveryKind) {
+  using K = cvs::ThresholdKind;
+  auto m = metrics({{"tokens_per_sec_per_gpu", 1200}, {"step_time_p95_ms", 900}, {"final_loss", 5}, {"tokens_per_sec_total", 2400}});
+  std::vector<cvs::ThresholdSpec> cell = {spec("tokens_per_sec_per_gpu", K::MinTokS, 1217), spec("step_time_p95_ms", K::MaxMs, 1000),
+                                          spec("final_loss", K::Within, 5.2)};
+  cell[2].tolerance_pct = 5.0;
+  auto ratio = spec("tokens_per_sec_total", K::MinRatio, 1.9);
+  ratio.reference = "tokens_per_sec_per_gpu";
+  cell.push_back(ratio);
+  auto tok = cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true);
+  EXPECT_EQ(tok.outcome, Outcome::Fail);
+  EXPECT_NE(tok.message.find("tok/s"), std::string::npos);
+  auto st = cvs::evaluate_metric("step_time_p95_ms", m, &cell, true);
+  EXPECT_EQ(st.outcome, Outcome::Pass);
+  EXPECT_NE(st.message.find("ms"), std::string::npos);
+  EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &cell, true).outcome, Outcome::Pass);  // |5-5.2| <= 0.26
+  EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_total", m, &cell, true).outcome, Outcome::Pass);  // 2.0 >= 1.9
+  std::vector<cvs::ThresholdSpec> mn = {spec("final_loss", K::Min, 6), spec("tokens_per_sec_per_gpu", K::Max, 1000)};
+  EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &mn, true).outcome, Outcome::Fail);
+  EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &mn, true).outcome, Outcome::Fail);
+}
+
+TEST(Thresholds, BoundariesAreInclusive) {
+  using K = cvs::ThresholdKind;
+  auto m = metrics({{"final_loss", 15.0}, {"loss_decreased", 1}});
+  std::vector<cvs::ThresholdSpec> cell = {spec("final_loss", K::Max, 15.0), spec("loss_decreased", K::Min, 1)};
+  EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &cell, true).outcome, Outcome::Pass);
+  EXPECT_EQ(cvs::evaluate_metric("loss_decreased", m, &cell, true).outcome, Outcome::Pass);
+}
+
+TEST(Thresholds, RecordWhenNotEnforcedInfoOrNoCell) {
+  using K = cvs::ThresholdKind;
+  auto m = metrics({{"final_loss", 20}, {"step_time_p95_ms", 10}});
+  std::vector<cvs::ThresholdSpec> cell = {spec("final_loss", K::Max, 15), spec("step_time_p95_ms", K::Info, 3600000)};
+  auto not_enforced = cvs::evaluate_metric("final_loss", m, &cell, false);
+  EXPECT_EQ(not_enforced.outcome, Outcome::Record);
+  EXPECT_NE(not_enforced.message.find("would FAIL"), std::string::npos);
+  EXPECT_EQ(cvs::evaluate_metric("step_time_p95_ms", m, &cell, true).outcome, Outcome::Record);
+  EXPECT_EQ(cvs::evaluate_metric("final_loss", m, nullptr, true).outcome, Outcome::Record);
+}
+
+TEST(Thresholds, NotProducedIsNA) {
+  std::vector<cvs::ThresholdSpec> cell = {spec("eval_loss", cvs::ThresholdKind::Max, 3)};
+  EXPECT_EQ(cvs::evaluate_metric("eval_loss", metrics({}), &cell, true).outcome, Outcome::NA);
+}
+
+TEST(Thresholds, NanNeverPassesMax) {
+  std::vector<cvs::ThresholdSpec> cell = {spec("final_loss", cvs::ThresholdKind::Max, 15)};
+  auto e = cvs::evaluate_metric("final_loss", metrics({{"final_loss", std::nan("")}}), &cell, true);
+  EXPECT_EQ(e.outcome, Outcome::Fail);
+  EXPECT_NE(e.message.find("non-finite"), std::string::npos);
+}
+
+TEST(Thresholds, MalformedSpecsAreConfigErrorsWithPointers) {
+  auto i = issues_of(R"({"_node_count_comment": "2N",
+    "BS=3,PRECISION=BF16,SL=8192": {
+      "training.tflops_per_sec_per_gpu": {"kind": "minimum", "value": 1},
+      "training.final_loss": {"kind": "within", "value": 5},
+      "training.tokens_per_sec_total": {"kind": "min_ratio", "value": 1},
+      "training.step_time_p95_ms": {"kind": "max_ms"},
+      "training.tokens_per_sec_per_gpus": {"kind": "min", "value": 1},
+      "final_loss": {"kind": "max", "value": 1}
+    },
+    "BS=3,PRECISION=BF17": {}})");
+  const std::string c = "/BS=3,PRECISION=BF16,SL=8192";
+  EXPECT_TRUE(cvs::test::has_issue(i, c + "/training.tflops_per_sec_per_gpu/kind", "unknown kind"));
+  EXPECT_TRUE(cvs::test::has_issue(i, c + "/training.final_loss/tolerance_pct", "within"));
+  EXPECT_TRUE(cvs::test::has_issue(i, c + "/training.tokens_per_sec_total/reference", "min_ratio"));
+  EXPECT_TRUE(cvs::test::has_issue(i, c + "/training.step_time_p95_ms/value", "value"));
+  EXPECT_TRUE(cvs::test::has_issue(i, c + "/training.tokens_per_sec_per_gpus", "unknown metric"));
+  EXPECT_TRUE(cvs::test::has_issue(i, c + "/final_loss", "training."));
+  EXPECT_TRUE(cvs::test::has_issue(i, "/BS=3,PRECISION=BF17", "BF17"));
+}

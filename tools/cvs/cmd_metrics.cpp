@@ -1,0 +1,74 @@
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "cvs/config.hpp"
+#include "cvs/logscan.hpp"
+#include "cvs/metrics.hpp"
+
+namespace cvs::cli {
+
+int cmd_metrics(const Args& args) {
+  std::vector<std::string> logs;
+  MetricsContext ctx;
+  std::vector<ErrorPattern> patterns = default_error_patterns();
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    auto need = [&](const char* flag) -> std::string {
+      if (i + 1 >= args.size()) throw std::invalid_argument(std::string(flag) + " needs a value");
+      return args[++i];
+    };
+    if (args[i] == "--nodes") {
+      ctx.num_nodes = std::stoi(need("--nodes"));
+    } else if (args[i] == "--gpus-per-node") {
+      ctx.gpus_per_node = std::stoi(need("--gpus-per-node"));
+    } else if (args[i] == "--config") {
+      auto cfg = load_config(need("--config"), {.user = "", .require_threshold_file = false});
+      ctx.scaling_baseline = cfg.scaling_baseline;
+      ctx.convergence = cfg.convergence;
+      ctx.loss_curve = cfg.loss_curve;
+      ctx.gpus_per_node = cfg.gpus_per_node;
+      patterns = cfg.error_patterns;
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      std::cerr << "cvs metrics: unknown option " << args[i] << "\n";
+      return kExitUsage;
+    } else {
+      logs.push_back(args[i]);
+    }
+  }
+  if (logs.empty()) {
+    std::cerr << "usage: cvs metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE]\n";
+    return kExitUsage;
+  }
+  if (ctx.num_nodes < 1 || ctx.gpus_per_node < 1) {
+    std::cerr << "cvs metrics: --nodes and --gpus-per-node must be >= 1\n";
+    return kExitUsage;
+  }
+  nlohmann::ordered_json out;
+  out["logs"] = logs;
+  nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+  std::optional<ScanResult> primary;
+  for (const auto& log : logs) {
+    auto r = scan_log_file(log, patterns);
+    for (const auto& e : r.errors)
+      errors.push_back({{"log", log}, {"pattern", e.pattern_name}, {"line_no", e.line_no}, {"line", e.line}});
+    if (!primary) primary = std::move(r);
+  }
+  check_step_series(primary->steps, logs.front());
+  RunMetrics m = compute_metrics(primary->steps, primary->evals, ctx);
+  if (primary->peak_memory_gb) m.values["peak_memory_gb"] = *primary->peak_memory_gb;
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  for (const auto& name : tracked_metric_names())
+    if (auto v = m.get(name)) metrics[name] = *v;  // NaN prints as null
+  out["metrics"] = metrics;
+  out["steps"] = primary->steps.size();
+  out["warmup_steps_dropped"] = m.warmup_dropped;
+  if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;
+  if (primary->abort) out["aborted_on"] = *primary->abort + " loss";
+  out["errors"] = errors;
+  out["notes"] = m.notes;
+  std::cout << out.dump(2) << "\n";
+  const bool failed = !errors.empty() || m.nonfinite_loss || primary->abort.has_value();
+  return failed ? kExitFail : kExitOk;
+}
+
+}  // namespace cvs::cli

@@ -1,0 +1,19 @@
+// The `cvs` subcommands: one short file each over cvs::core.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cvs::cli {
+
+using Args = std::vector<std::string>;
+
+int cmd_config(const Args& args);   // cvs config validate|list|copy
+int cmd_metrics(const Args& args);  // cvs metrics LOG... [--nodes N --gpus-per-node G]
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFail = 1;   // a gate failed / a regression
+inline constexpr int kExitUsage = 2;  // bad input: config errors, bad arguments
+
+}  // namespace cvs::cli

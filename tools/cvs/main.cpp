@@ -1,0 +1,46 @@
+// cvs — the command-line tool of cvs-maxtext. The one place that catches and prints errors.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+
+#include "commands.hpp"
+#include "cvs/config_error.hpp"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: cvs <command> [args]
+
+commands:
+  config validate FILE        check a suite config and its threshold file; every error with its JSON pointer
+  metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE]
+                              print the metrics of MaxText training logs as JSON
+
+exit codes: 0 ok, 1 a gate failed, 2 bad input (config errors, bad arguments)
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_pattern("[%H:%M:%S] [%^%l%$] %v");
+  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? cvs::cli::kExitUsage : 0;
+  }
+  const std::string cmd = argv[1];
+  cvs::cli::Args args(argv + 2, argv + argc);
+  try {
+    if (cmd == "config") return cvs::cli::cmd_config(args);
+    if (cmd == "metrics") return cvs::cli::cmd_metrics(args);
+    std::cerr << "cvs: unknown command '" << cmd << "'\n" << kUsage;
+    return cvs::cli::kExitUsage;
+  } catch (const cvs::ConfigError& e) {
+    for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
+    std::cerr << e.issues().size() << " error(s)\n";
+    return cvs::cli::kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "cvs " << cmd << ": " << e.what() << "\n";
+    return cvs::cli::kExitFail;
+  }
+}
