@@ -42,8 +42,10 @@ const std::vector<ErrorPattern>& default_error_patterns() {
       {"ROCm init error",
        R"(Unable to initialize backend '(rocm|cuda|gpu)'|hipErrorNoDevice|No ROCm-capable device|rocm_init|Failed to initialize (ROCm|HIP|CUDA))"},
       {"Python fatal error", R"(Fatal Python error)"},
+      // Healthy multi-process runs log "Coordination service is enabled" and similar at INFO: only
+      // absl E/F lines from the coordination service and its known failure texts count.
       {"TF coordination error",
-       R"(CoordinationService|coordination service (has|agent)|Coordination service|DEADLINE_EXCEEDED|Barrier timed out|missing heartbeats)"},
+       R"((?m)^[EF]\d{4} [0-9:.]+ +\d+ coordination_service|Terminating process because|DEADLINE_EXCEEDED|Barrier timed out|missing heartbeats|Failed to connect to coordination service|has been set to ERROR|error polling to propagate)"},
       {"RESOURCE_EXHAUSTED/OOM", R"(RESOURCE_EXHAUSTED|[Oo]ut of memory|OutOfMemory|OOM killer|Killed process)"},
       {"Segfault", R"(Segmentation fault|SIGSEGV|core dumped|Fatal signal)"},
   };

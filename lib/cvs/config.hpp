@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cvs/config_error.hpp"
 #include "cvs/sweep.hpp"
 
 namespace cvs {
@@ -159,7 +160,7 @@ SuiteConfig load_config_text(const std::string& text, const std::filesystem::pat
 
 // Problems that are not load errors but stop a launch: an image still tagged <changeme>, an
 // empty image for a container runtime. Each names the file and pointer.
-std::vector<struct ConfigIssue> preflight(const SuiteConfig& cfg);
+std::vector<ConfigIssue> preflight(const SuiteConfig& cfg);
 
 // The OS user name of this process (for {user-id}).
 std::string os_user();

@@ -129,6 +129,7 @@ void LogScanner::on_line(std::string_view line, long long) {
   if (ev->eval) result_.evals.push_back(*ev->eval);
   if (ev->checkpoint) result_.checkpoints.push_back(*ev->checkpoint);
   if (ev->abort && !result_.abort) result_.abort = ev->abort;
+  if (ev->config_param) result_.effective_config[ev->config_param->first] = ev->config_param->second;
   if (ev->memory_used_gb) {
     result_.peak_memory_gb = std::max(result_.peak_memory_gb.value_or(0.0), *ev->memory_used_gb);
     if (ev->memory_limit_gb) result_.memory_limit_gb = ev->memory_limit_gb;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,7 @@ struct ScanResult {
   std::optional<std::string> abort;  // "NaN"/"Inf" when MaxText aborted on a non-finite loss
   std::optional<double> peak_memory_gb;
   std::optional<double> memory_limit_gb;
+  std::map<std::string, std::string> effective_config;  // MaxText's "Config param" lines
   long long lines = 0;
   unsigned long long bytes = 0;
   static constexpr std::size_t kMaxErrors = 20;

@@ -91,6 +91,7 @@ const std::vector<std::string>& maxtext_line_needles() {
       "Finished load in ",
       "Aborting training due to ",
       "Using (GB) ",
+      "Config param ",
   };
   return v;
 }
@@ -177,6 +178,16 @@ std::optional<LogEvent> parse_maxtext_line(std::string_view line) {
     std::string_view rest = line.substr(p + std::strlen("Aborting training due to "));
     auto sp = rest.find(' ');
     ev.abort = std::string(rest.substr(0, sp));
+    return ev;
+  }
+  if (auto p = line.find("] Config param "); p != std::string_view::npos) {
+    // pyconfig.py: "Config param <key>: <value>" — MaxText's effective config, one key a line.
+    std::string_view rest = line.substr(p + std::strlen("] Config param "));
+    auto colon = rest.find(": ");
+    if (colon == std::string_view::npos) return std::nullopt;
+    std::string_view value = rest.substr(colon + 2);
+    while (!value.empty() && (value.back() == '\r' || value.back() == ' ')) value.remove_suffix(1);
+    ev.config_param = std::make_pair(std::string(rest.substr(0, colon)), std::string(value));
     return ev;
   }
   if (auto p = line.find("Using (GB) "); p != std::string_view::npos) {

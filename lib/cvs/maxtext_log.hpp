@@ -43,6 +43,7 @@ struct LogEvent {
   std::optional<std::string> abort;          // "NaN" / "Inf" from "Aborting training due to X loss."
   std::optional<double> memory_used_gb;      // "Using (GB) X / Y" memstats
   std::optional<double> memory_limit_gb;
+  std::optional<std::pair<std::string, std::string>> config_param;  // "Config param KEY: VALUE"
 };
 
 // The needles whose presence makes a line worth parsing (used by the scanner's prefilter).

@@ -131,6 +131,19 @@ nlohmann::ordered_json key_overrides(const SweepKey& key, const std::string& gpu
   return o;
 }
 
+std::string normalize_quantization(const std::string& logged) {
+  const std::string prefix = "QuantizationType.";
+  if (logged.rfind(prefix, 0) != 0) return logged;
+  const std::string name = logged.substr(prefix.size());
+  if (name == "NONE") return "";
+  if (name == "FP8_NANO_V2") return "fp8_nanoo";
+  if (name == "TE_FP8_DS") return "te_fp8_delayedscaling";
+  if (name == "TE_FP8_CS") return "te_fp8_currentscaling";
+  std::string v = name;
+  for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v;
+}
+
 std::string sweep_test_name(const std::string& key) {
   std::string out;
   for (char c : key) {

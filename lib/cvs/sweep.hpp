@@ -35,6 +35,10 @@ std::optional<std::string> fp8_flavor(const std::string& gpu_name);
 nlohmann::ordered_json key_overrides(const SweepKey& key, const std::string& gpu_name, const std::string& file,
                                      const std::string& pointer);
 
+// MaxText's logged "Config param quantization: QuantizationType.NANOO_FP8" (0.2.x) or a raw
+// "nanoo_fp8" (older) -> the config value ("" for none), to check that a precision really applied.
+std::string normalize_quantization(const std::string& logged);
+
 // "BS=3,PRECISION=BF16,SL=8192" <-> "BS_3__PRECISION_BF16__SL_8192" ('.' in a value -> 'p').
 // Only letters, digits and '_' appear in the name, as gtest requires.
 std::string sweep_test_name(const std::string& key);

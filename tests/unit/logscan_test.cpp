@@ -19,6 +19,24 @@ TEST(LogScan, RealCpuRunHasTwelveStepsAndNoErrorWithDefaultPatterns) {
   EXPECT_FALSE(r.abort);
 }
 
+TEST(LogScan, NoDefaultPatternFiresOnAnyHealthyRealRun) {
+  for (const char* log : {"logs/cpu_tiny_12steps.log", "logs/cpu_ckpt_phase1.log", "logs/cpu_ckpt_phase2.log",
+                          "logs/cpu_2proc_rank0.log", "logs/cpu_2proc_rank1.log"}) {
+    auto r = cvs::scan_log_file(cvs::test::data(log), default_error_patterns());
+    for (const auto& e : r.errors) ADD_FAILURE() << log << ":" << e.line_no << " " << e.pattern_name << ": " << e.line;
+    EXPECT_GE(r.steps.size(), 6u) << log;
+  }
+}
+
+TEST(LogScan, CoordinationErrorLinesStillMatch) {
+  cvs::LogScanner s(default_error_patterns());
+  s.feed("I1202 12:43:12.833948    5044 service.cc:66] Coordination service is enabled.\n"
+         "E1202 12:50:01.000001    5044 coordination_service.cc:900] Task 1 heartbeat timeout. Task has been set to ERROR\n");
+  ASSERT_EQ(s.result().errors.size(), 1u);
+  EXPECT_EQ(s.result().errors[0].line_no, 2);
+  EXPECT_EQ(s.result().errors[0].pattern_name, "TF coordination error");
+}
+
 TEST(LogScan, ChunkedFeedingEqualsWholeFile) {
   const std::string text = cvs::test::read_file(cvs::test::data("logs/cpu_ckpt_phase2.log"));
   auto whole = cvs::scan_log_file(cvs::test::data("logs/cpu_ckpt_phase2.log"), default_error_patterns());

@@ -99,7 +99,16 @@ TEST(MaxtextLog, AbortAndMemstats) {
   EXPECT_DOUBLE_EQ(*m->memory_limit_gb, 191.98);
 }
 
+TEST(MaxtextLog, ConfigParamLinesGiveTheEffectiveConfig) {
+  auto ev = parse_maxtext_line("I1202 12:31:38.846946 140709024938880 pyconfig.py:591] Config param quantization: nanoo_fp8");
+  ASSERT_TRUE(ev && ev->config_param);
+  EXPECT_EQ(ev->config_param->first, "quantization");
+  EXPECT_EQ(ev->config_param->second, "nanoo_fp8");
+  auto empty = parse_maxtext_line("I1202 12:31:38.8 1 pyconfig.py:591] Config param quantization: ");
+  ASSERT_TRUE(empty && empty->config_param);
+  EXPECT_EQ(empty->config_param->second, "");
+}
+
 TEST(MaxtextLog, OrdinaryLinesAreNotEvents) {
-  EXPECT_FALSE(parse_maxtext_line("I1202 pyconfig.py:591] Config param steps: 12"));
   EXPECT_FALSE(parse_maxtext_line(""));
 }

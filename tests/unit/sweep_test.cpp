@@ -69,3 +69,10 @@ TEST(Sweep, TestNameIsGtestSafeAndReversible) {
   }
   EXPECT_EQ(cvs::sweep_test_name("BS=3,PRECISION=BF16,SL=8192"), "BS_3__PRECISION_BF16__SL_8192");
 }
+
+TEST(Sweep, LoggedQuantizationNormalizes) {
+  EXPECT_EQ(cvs::normalize_quantization("QuantizationType.NONE"), "");
+  EXPECT_EQ(cvs::normalize_quantization("QuantizationType.NANOO_FP8"), "nanoo_fp8");
+  EXPECT_EQ(cvs::normalize_quantization("QuantizationType.FP8"), "fp8");
+  EXPECT_EQ(cvs::normalize_quantization("nanoo_fp8"), "nanoo_fp8");
+}

@@ -14,6 +14,8 @@ constexpr const char* kUsage = R"(usage: cvs <command> [args]
 
 commands:
   config validate FILE        check a suite config and its threshold file; every error with its JSON pointer
+  run SUITE [--config FILE] [--cluster FILE] [--output DIR] [gtest flags]
+                              run jaxmaxtext_single or jaxmaxtext_distributed; prints where the report is
   metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE]
                               print the metrics of MaxText training logs as JSON
 
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "config") return cvs::cli::cmd_config(args);
     if (cmd == "metrics") return cvs::cli::cmd_metrics(args);
+    if (cmd == "run") return cvs::cli::cmd_run(args);
     std::cerr << "cvs: unknown command '" << cmd << "'\n" << kUsage;
     return cvs::cli::kExitUsage;
   } catch (const cvs::ConfigError& e) {

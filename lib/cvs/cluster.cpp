@@ -1,0 +1,191 @@
+#include "cvs/cluster.hpp"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "cvs/config_error.hpp"
+
+namespace cvs {
+
+bool is_loopback_address(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 || host == "ip6-localhost";
+}
+
+Cluster default_cluster() { return local_cluster(1); }
+
+Cluster local_cluster(std::size_t count) {
+  Cluster c;
+  for (std::size_t i = 0; i < count; ++i) {
+    Node n;
+    n.name = count == 1 ? "localhost" : "local" + std::to_string(i);
+    n.host = "localhost";
+    n.transport = "local";
+    c.nodes.push_back(n);
+  }
+  c.coordinator_address = "127.0.0.1";
+  return c;
+}
+
+Cluster parse_cluster(const std::string& text, const std::filesystem::path& file) {
+  IssueList issues(file.string());
+  OrderedJson root;
+  try {
+    root = OrderedJson::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(file.string(), "", std::string("invalid JSON: ") + e.what(), "fix the JSON syntax");
+  }
+  if (!root.is_object()) throw ConfigError(file.string(), "", "a cluster file must be a JSON object", "wrap it in { }");
+  Cluster c;
+  c.file = file;
+  std::string default_transport = "ssh";
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const auto& k = it.key();
+    if (!k.empty() && k[0] == '_') continue;
+    if (k != "nodes" && k != "head" && k != "transport" && k != "coordinator_address" && k != "ssh" && k != "overrides")
+      issues.add("/" + pointer_token(k), "unknown key '" + k + "' in the cluster file",
+                 "use nodes, head, transport, coordinator_address, ssh or overrides");
+  }
+  if (auto t = root.find("transport"); t != root.end()) {
+    if (!t->is_string() || (*t != "ssh" && *t != "local"))
+      issues.add("/transport", "transport must be \"ssh\" or \"local\"", "set \"transport\": \"ssh\"");
+    else
+      default_transport = t->get<std::string>();
+  }
+  auto nodes = root.find("nodes");
+  if (nodes == root.end() || !nodes->is_array() || nodes->empty()) {
+    issues.add("/nodes", "nodes must be a non-empty list", "list the nodes, e.g. [{\"host\": \"gpu-node-01\"}]");
+  } else {
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < nodes->size(); ++i) {
+      const auto& n = (*nodes)[i];
+      const std::string p = pointer_join("/nodes", i);
+      Node node;
+      node.transport = default_transport;
+      if (n.is_string()) {
+        node.host = n.get<std::string>();
+      } else if (n.is_object()) {
+        for (auto it = n.begin(); it != n.end(); ++it) {
+          const auto& k = it.key();
+          if (!k.empty() && k[0] == '_') continue;
+          if (k == "port") {
+            if (!it->is_number_integer() || it->get<int>() < 1 || it->get<int>() > 65535)
+              issues.add(pointer_join(p, k), "port must be an integer 1..65535", "e.g. 22");
+            else
+              node.port = it->get<int>();
+            continue;
+          }
+          if (k != "name" && k != "host" && k != "user" && k != "ssh_key" && k != "transport") {
+            issues.add(pointer_join(p, k), "unknown node key '" + k + "'", "use name, host, user, ssh_key, port or transport");
+            continue;
+          }
+          if (!it->is_string()) {
+            issues.add(pointer_join(p, k), "'" + k + "' must be a string", "quote the value");
+            continue;
+          }
+          const auto v = it->get<std::string>();
+          if (k == "name") node.name = v;
+          if (k == "host") node.host = v;
+          if (k == "user") node.user = v;
+          if (k == "ssh_key") node.ssh_key = v;
+          if (k == "transport") node.transport = v;
+        }
+      } else {
+        issues.add(p, "a node must be a host name or an object", "write \"gpu-node-01\" or {\"host\": \"gpu-node-01\"}");
+        continue;
+      }
+      if (node.host.empty()) issues.add(pointer_join(p, "host"), "host is empty", "set the node's host name or address");
+      if (node.transport != "ssh" && node.transport != "local")
+        issues.add(pointer_join(p, "transport"), "transport must be ssh or local", "set \"transport\": \"ssh\"");
+      if (node.transport == "local" && !is_loopback_address(node.host))
+        issues.add(pointer_join(p, "transport"), "transport local on host '" + node.host + "' (not this machine)",
+                   "use transport ssh for remote hosts");
+      if (node.name.empty()) node.name = node.host;
+      if (!names.insert(node.name).second)
+        issues.add(pointer_join(p, "name"), "node name '" + node.name + "' is used twice",
+                   "give each node a unique name (several nodes on one host need explicit names)");
+      c.nodes.push_back(node);
+    }
+  }
+  if (auto h = root.find("head"); h != root.end()) {
+    bool found = false;
+    if (h->is_string())
+      for (std::size_t i = 0; i < c.nodes.size(); ++i)
+        if (c.nodes[i].name == h->get<std::string>()) {
+          c.head = i;
+          found = true;
+        }
+    if (!found) issues.add("/head", "head " + h->dump() + " is not the name of a node", "name one of the nodes");
+  }
+  if (auto s = root.find("ssh"); s != root.end()) {
+    if (!s->is_object()) {
+      issues.add("/ssh", "ssh must be an object", "write {\"connect_timeout_s\": 10}");
+    } else {
+      for (auto it = s->begin(); it != s->end(); ++it) {
+        const std::string p = pointer_join("/ssh", it.key());
+        if (it.key() == "connect_timeout_s" || it.key() == "control_persist_s") {
+          if (!it->is_number_integer() || it->get<int>() < 1) {
+            issues.add(p, it.key() + " must be a positive integer", "e.g. 10");
+            continue;
+          }
+          (it.key() == "connect_timeout_s" ? c.ssh.connect_timeout_s : c.ssh.control_persist_s) = it->get<int>();
+        } else if (it.key() == "control_dir" && it->is_string()) {
+          c.ssh.control_dir = it->get<std::string>();
+        } else if (it.key() == "options" && it->is_array()) {
+          for (const auto& o : *it)
+            if (o.is_string()) c.ssh.extra_options.push_back(o.get<std::string>());
+        } else if (!it.key().empty() && it.key()[0] != '_') {
+          issues.add(p, "unknown ssh key '" + it.key() + "'", "use connect_timeout_s, control_persist_s, control_dir or options");
+        }
+      }
+    }
+  }
+  if (auto o = root.find("overrides"); o != root.end()) {
+    if (!o->is_object())
+      issues.add("/overrides", "overrides must be an object merged onto the suite config", "write {\"gpus_per_node\": 4}");
+    else
+      c.overrides = *o;
+  }
+  if (!c.nodes.empty()) {
+    if (auto a = root.find("coordinator_address"); a != root.end() && a->is_string())
+      c.coordinator_address = a->get<std::string>();
+    else
+      c.coordinator_address = c.head_node().host;
+    bool any_remote = false;
+    for (const auto& n : c.nodes) any_remote |= !is_loopback_address(n.host);
+    if (any_remote && is_loopback_address(c.coordinator_address))
+      issues.add(root.contains("coordinator_address") ? "/coordinator_address" : "/head",
+                 "coordinator address '" + c.coordinator_address +
+                     "' is a loopback address but nodes run on other hosts: they would never rendezvous",
+                 "set coordinator_address to an address of the head node that every node can reach");
+  }
+  issues.throw_if_any();
+  return c;
+}
+
+Cluster load_cluster(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(file.string(), "", "cannot read the cluster file", "check the --cluster path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_cluster(ss.str(), file);
+}
+
+SuiteConfig load_config_for_cluster(const std::filesystem::path& config_file, const Cluster& cluster,
+                                    const LoadOptions& options) {
+  if (cluster.overrides.empty()) return load_config(config_file, options);
+  std::ifstream in(config_file, std::ios::binary);
+  if (!in) throw ConfigError(config_file.string(), "", "cannot read the config file", "check the path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  OrderedJson j;
+  try {
+    j = OrderedJson::parse(ss.str());
+  } catch (const nlohmann::json::parse_error&) {
+    return load_config(config_file, options);  // reports the syntax error with line and column
+  }
+  j.merge_patch(cluster.overrides);
+  return load_config_text(j.dump(), config_file, options);
+}
+
+}  // namespace cvs

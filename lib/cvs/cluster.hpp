@@ -1,0 +1,51 @@
+// The cluster file: the nodes, the head node (JAX coordinator) and per-cluster overrides.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cvs/config.hpp"
+
+namespace cvs {
+
+struct Node {
+  std::string name;
+  std::string host = "localhost";
+  std::string user;     // ssh only; empty = the ssh default
+  std::string ssh_key;  // ssh only; empty = the ssh default
+  int port = 22;
+  std::string transport = "local";  // local | ssh
+};
+
+struct SshOptions {
+  int connect_timeout_s = 10;
+  int control_persist_s = 120;
+  std::string control_dir;  // ControlMaster sockets; default $TMPDIR/cvs-ssh-<user>
+  std::vector<std::string> extra_options;  // each passed as -o VALUE
+};
+
+struct Cluster {
+  std::filesystem::path file;  // empty for the built-in default
+  std::vector<Node> nodes;
+  std::size_t head = 0;              // index into nodes
+  std::string coordinator_address;   // address the other nodes use to reach the head
+  SshOptions ssh;
+  OrderedJson overrides = OrderedJson::object();  // JSON merge patch applied to the suite config
+  const Node& head_node() const { return nodes.at(head); }
+};
+
+// One node, `localhost`, transport local: the default when no cluster file is given.
+Cluster default_cluster();
+// A cluster of `count` local nodes on this host (e.g. two JAX processes on one CPU machine).
+Cluster local_cluster(std::size_t count);
+Cluster load_cluster(const std::filesystem::path& file);
+Cluster parse_cluster(const std::string& text, const std::filesystem::path& file);
+
+bool is_loopback_address(const std::string& host);
+
+// Loads a suite config with the cluster's overrides merged in (RFC 7396 merge patch).
+SuiteConfig load_config_for_cluster(const std::filesystem::path& config_file, const Cluster& cluster,
+                                    const LoadOptions& options = {});
+
+}  // namespace cvs

@@ -1,0 +1,414 @@
+#include "cvs/launch.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cvs/maxtext_yaml.hpp"
+#include "cvs/node_agent.hpp"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace cvs {
+
+std::atomic<bool> g_interrupted{false};
+
+namespace {
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+
+bool has_env(const EnvList& env, const std::string& key) {
+  for (const auto& [k, v] : env)
+    if (k == key) return true;
+  return false;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string last_lines(const std::string& text, std::size_t n) {
+  std::size_t pos = text.size();
+  while (pos > 0 && (text[pos - 1] == '\n')) --pos;
+  std::size_t start = pos;
+  for (std::size_t k = 0; k < n && start > 0; ++k) {
+    start = text.rfind('\n', start - 1);
+    if (start == std::string::npos) {
+      start = 0;
+      break;
+    }
+  }
+  std::string s = text.substr(start, pos - start);
+  if (!s.empty() && s.front() == '\n') s.erase(0, 1);
+  return s;
+}
+
+}  // namespace
+
+void install_interrupt_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+Launcher::Launcher(const SuiteConfig& cfg, const Cluster& cluster, PollPolicy policy)
+    : cfg_(cfg), cluster_(cluster), policy_(policy), runtime_(make_runtime(cfg)), transport_(cluster) {
+  raise_fd_limit();
+}
+
+Launcher::~Launcher() { teardown(); }
+
+std::string Launcher::run_dir(const std::string& run_name) const { return cfg_.paths.log_dir + "/" + run_name; }
+
+std::vector<ProcResult> Launcher::exec_all(const std::vector<std::string>& cmd, std::chrono::milliseconds timeout,
+                                           const EnvList& env) const {
+  std::vector<std::vector<std::string>> per_node(cluster_.nodes.size(), runtime_->exec_argv(cmd, env));
+  return fan_out(transport_, per_node, timeout);
+}
+
+EnvList Launcher::node_env(std::size_t rank) const {
+  const auto n = std::to_string(cluster_.nodes.size());
+  const auto& cenv = cfg_.container.env;
+  EnvList e = {{"JAX_COORDINATOR_IP", cluster_.coordinator_address}};
+  if (!has_env(cenv, "JAX_COORDINATOR_PORT")) e.emplace_back("JAX_COORDINATOR_PORT", "12346");
+  e.emplace_back("NNODES", n);
+  e.emplace_back("NODE_RANK", std::to_string(rank));
+  e.emplace_back("JAX_PROCESS_INDEX", std::to_string(rank));
+  if (auto x = xla_flags_value(cfg_.train_params)) e.emplace_back("XLA_FLAGS", *x);
+  // MaxText's CPU multi-process path (max_utils.initialize_jax_for_cpu) reads these instead.
+  const auto& mc = cfg_.train_params.maxtext_config;
+  if (mc.contains("hardware") && mc["hardware"] == "cpu") {
+    e.emplace_back("JAX_COORDINATOR_ADDRESS", cluster_.coordinator_address);
+    e.emplace_back("JOB_INDEX", "0");
+    e.emplace_back("JOB_COMPLETION_INDEX", std::to_string(rank));
+    e.emplace_back("PROCESSES_IN_JOB", n);
+    e.emplace_back("JAX_PROCESS_COUNT", n);
+    if (!has_env(cenv, "JAX_CPU_COLLECTIVES_IMPLEMENTATION")) e.emplace_back("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "gloo");
+  }
+  std::error_code ec;
+  if (!cfg_.paths.hf_token_file.empty() && fs::is_regular_file(cfg_.paths.hf_token_file, ec)) {
+    e.emplace_back("HF_TOKEN", read_text(cfg_.paths.hf_token_file));
+    e.emplace_back("HF_HOME", cfg_.paths.models_dir + "/huggingface");
+  }
+  return e;
+}
+
+std::vector<std::string> Launcher::setup() {
+  std::vector<std::string> problems;
+  const auto timeout = std::chrono::minutes(10);
+  auto check = [&](const std::vector<ProcResult>& rs, const std::string& what) {
+    for (std::size_t i = 0; i < rs.size(); ++i)
+      if (!rs[i].ok())
+        problems.push_back(cluster_.nodes[i].name + ": " + what + ": " +
+                           (is_unreachable(cluster_.nodes[i], rs[i]) ? "node unreachable: " : "") + rs[i].describe());
+  };
+  auto launch = runtime_->launch_argv();
+  if (!launch.empty()) {
+    spdlog::info("launching container {} ({}) on {} node(s)", cfg_.container.name, cfg_.container.image,
+                 cluster_.nodes.size());
+    launched_ = true;  // teardown must run even if only some nodes started it
+    std::vector<std::vector<std::string>> per_node(cluster_.nodes.size(), launch);
+    check(fan_out(transport_, per_node, timeout), runtime_->name() + " run");
+    if (!problems.empty()) return problems;
+  }
+  const auto& tp = cfg_.train_params;
+  if (!tp.maxtext_branch.empty()) {
+    check(exec_all({"sh", "-c",
+                    "cd \"$1\" && git reset --hard -q && git checkout -q \"$2\" && "
+                    "test \"$(git rev-parse --abbrev-ref HEAD)\" = \"$2\" || "
+                    "{ echo \"checkout of $2 in $1 did not take\" >&2; exit 1; }",
+                    "cvs-branch", tp.maxtext_root, tp.maxtext_branch},
+                   timeout),
+          "maxtext_branch checkout");
+    if (!problems.empty()) return problems;
+  }
+  if (!tp.maxtext_install_cmd.empty()) {
+    check(exec_all({"sh", "-c", "cd \"$1\" && sh -c \"$2\"", "cvs-install", tp.maxtext_root, tp.maxtext_install_cmd},
+                   timeout),
+          "maxtext_install_cmd");
+    if (!problems.empty()) return problems;
+  }
+  auto found = exec_all(agent::first_existing(tp.train_script_paths), std::chrono::seconds(60));
+  std::string first;
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    std::string path = found[i].out;
+    while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
+    if (!found[i].ok() || path.empty()) {
+      std::string list;
+      for (const auto& p : tp.train_script_paths) list += (list.empty() ? "" : ", ") + p;
+      problems.push_back(cluster_.nodes[i].name + ": none of train_script_paths exists (" + list + ")" +
+                         (found[i].ok() ? "" : ": " + found[i].describe()));
+      continue;
+    }
+    if (first.empty()) first = path;
+    if (path != first)
+      problems.push_back(cluster_.nodes[i].name + ": train script " + path + " differs from " +
+                         cluster_.nodes[0].name + "'s " + first + " (mixed MaxText versions)");
+  }
+  train_script_ = first;
+  return problems;
+}
+
+RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
+  RunOutcome out;
+  const auto t0 = Clock::now();
+  const std::size_t n = cluster_.nodes.size();
+  const std::string rdir = run_dir(req.run_name) + (req.attempt.empty() ? "" : "/" + req.attempt);
+  const std::string tdir = cfg_.paths.temp_dir + "/" + req.run_name + (req.attempt.empty() ? "" : "/" + req.attempt);
+  const std::string yaml = to_maxtext_yaml(req.maxtext_config);
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  auto fail = [&](std::string msg) {
+    out.ok = false;
+    out.failure = std::move(msg);
+    out.wall_seconds = elapsed();
+    return out;
+  };
+
+  std::error_code ec;
+  fs::create_directories(req.copy_dir, ec);
+  out.maxtext_yaml_local = req.copy_dir / "maxtext.yml";
+  std::ofstream(out.maxtext_yaml_local, std::ios::binary) << yaml;
+
+  std::vector<std::string> logs(n), rcs(n), pids(n), yamls(n);
+  std::vector<std::unique_ptr<std::ofstream>> copies(n);
+  std::vector<std::unique_ptr<LogScanner>> scanners(n);
+  std::vector<unsigned long long> offsets(n, 0);
+  out.nodes.resize(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::string nd = rdir + "/node-" + std::to_string(r);
+    logs[r] = nd + "/training.log";
+    rcs[r] = nd + "/exit_code";
+    pids[r] = nd + "/pid";
+    yamls[r] = tdir + "/node-" + std::to_string(r) + "/maxtext.yml";
+    auto& no = out.nodes[r];
+    no.node = cluster_.nodes[r].name;
+    no.rank = static_cast<int>(r);
+    no.remote_log = logs[r];
+    no.state = "not started";
+    no.local_log = req.copy_dir / ("node-" + std::to_string(r)) / "training.log";
+    fs::create_directories(no.local_log.parent_path(), ec);
+    if (fs::exists(no.local_log))
+      return fail("refusing to overwrite the existing report copy " + no.local_log.string());
+    copies[r] = std::make_unique<std::ofstream>(no.local_log, std::ios::binary);
+    scanners[r] = std::make_unique<LogScanner>(cfg_.error_patterns);
+  }
+
+  // 1. The MaxText YAML on every node (one file per rank: nodes may share a filesystem).
+  {
+    std::vector<std::vector<std::string>> writes(n);
+    for (std::size_t r = 0; r < n; ++r) writes[r] = runtime_->exec_argv(agent::write_file(yamls[r], yaml, false), {});
+    auto rs = fan_out(transport_, writes, std::chrono::seconds(60));
+    for (std::size_t r = 0; r < n; ++r)
+      if (!rs[r].ok()) return fail(cluster_.nodes[r].name + ": writing " + yamls[r] + ": " + rs[r].describe());
+  }
+  // 2. Start training detached on every node at once.
+  {
+    std::vector<std::vector<std::string>> per_node(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      std::vector<std::string> train = {cfg_.train_params.python, train_script_, yamls[r]};
+      per_node[r] = runtime_->exec_argv(agent::start_detached(logs[r], rcs[r], pids[r], train), node_env(r));
+    }
+    spdlog::info("[{}] starting {} on {} node(s): {}", req.label, req.run_name, n, rdir);
+    auto rs = fan_out(transport_, per_node, std::chrono::seconds(120));
+    std::string problems;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (rs[r].ok()) {
+        out.nodes[r].state = "running";
+        pid_files_live_.push_back(pids[r]);
+      } else {
+        problems += (problems.empty() ? "" : "; ") + cluster_.nodes[r].name + ": start failed: " + rs[r].describe();
+      }
+    }
+    if (!problems.empty()) {
+      std::vector<std::vector<std::string>> stops(n);
+      for (std::size_t r = 0; r < n; ++r) stops[r] = runtime_->exec_argv(agent::stop(pids[r], 5), {});
+      fan_out(transport_, stops, std::chrono::seconds(60));
+      return fail(problems);
+    }
+  }
+
+  auto stop_all = [&] {
+    std::vector<std::vector<std::string>> stops(n);
+    for (std::size_t r = 0; r < n; ++r) stops[r] = runtime_->exec_argv(agent::stop(pids[r], 10), {});
+    fan_out(transport_, stops, std::chrono::seconds(60));
+  };
+  auto finish_scans = [&] {
+    for (std::size_t r = 0; r < n; ++r) {
+      scanners[r]->finish();
+      out.nodes[r].scan = scanners[r]->result();
+      copies[r]->flush();
+    }
+    std::vector<std::string> still;
+    for (const auto& p : pid_files_live_)
+      if (std::find(pids.begin(), pids.end(), p) == pids.end()) still.push_back(p);
+    pid_files_live_ = still;
+  };
+
+  // 3. Poll: one round trip per node per poll, all nodes at once.
+  const double budget = policy_.budget_for(req.steps);
+  const long long final_step = req.steps - 1;
+  bool drained_once = false;
+  while (true) {
+    std::vector<std::vector<std::string>> polls(n);
+    for (std::size_t r = 0; r < n; ++r)
+      polls[r] = runtime_->exec_argv(agent::poll(logs[r], rcs[r], pids[r], offsets[r], policy_.max_bytes_per_poll), {});
+    auto rs = fan_out(transport_, polls, policy_.command_timeout);
+    bool more_pending = false;
+    std::string failure;
+    for (std::size_t r = 0; r < n; ++r) {
+      auto& no = out.nodes[r];
+      auto reply = rs[r].ok() ? agent::parse_poll_reply(rs[r].out) : std::nullopt;
+      if (!reply) {
+        no.state = "unreachable";
+        if (failure.empty())
+          failure = no.node + ": node unreachable while polling " + logs[r] + ": " + rs[r].describe();
+        continue;
+      }
+      if (!reply->data.empty()) {
+        copies[r]->write(reply->data.data(), static_cast<std::streamsize>(reply->data.size()));
+        scanners[r]->feed(reply->data);
+        offsets[r] += reply->data.size();
+      }
+      if (reply->size >= 0 && static_cast<unsigned long long>(reply->size) > offsets[r]) more_pending = true;
+      if (reply->size >= 0 && static_cast<unsigned long long>(reply->size) < offsets[r] && failure.empty())
+        failure = no.node + ": " + logs[r] + " shrank during the run (truncated or replaced)";
+      no.state = reply->state;
+      no.exit_code = reply->exit_code;
+      const auto& sr = scanners[r]->result();
+      if (!sr.steps.empty()) {
+        no.last_step = sr.steps.back().step;
+        no.last_step_seconds = sr.steps.back().seconds.value_or(0.0);
+      }
+    }
+    // Errors first: the first error-pattern match on any node stops every node.
+    if (failure.empty()) {
+      for (std::size_t r = 0; r < n && failure.empty(); ++r) {
+        const auto& sr = scanners[r]->result();
+        if (const auto* e = sr.first_error()) {
+          out.first_error = *e;
+          out.first_error_node = out.nodes[r].node;
+          failure = out.nodes[r].node + ": error pattern '" + e->pattern_name + "' at " + logs[r] + ":" +
+                    std::to_string(e->line_no) + ": " + e->line;
+        } else if (sr.abort) {
+          failure = out.nodes[r].node + ": MaxText aborted training on a " + *sr.abort + " loss";
+        } else {
+          for (const auto& s : sr.steps)
+            if (!std::isfinite(s.loss)) {
+              failure = out.nodes[r].node + ": non-finite loss (" + std::to_string(s.loss) + ") at step " +
+                        std::to_string(s.step);
+              break;
+            }
+        }
+      }
+    }
+    if (progress) {
+      Progress p;
+      p.label = req.label;
+      p.total = req.steps;
+      const auto& head = scanners[0]->result();
+      if (!head.steps.empty()) {
+        p.step = head.steps.back().step;
+        p.loss = head.steps.back().loss;
+        p.tokens_per_sec = head.steps.back().tokens_per_device;
+      }
+      double slowest = -1;
+      for (const auto& no : out.nodes)
+        if (no.last_step_seconds > slowest && no.last_step) {
+          slowest = no.last_step_seconds;
+          p.slowest_node = no.node;
+        }
+      p.elapsed_s = elapsed();
+      if (p.step >= 1 && !head.steps.empty()) {
+        const double per = p.elapsed_s / static_cast<double>(head.steps.size());
+        p.eta_s = per * static_cast<double>(final_step - p.step);
+      }
+      progress(p);
+    }
+    if (!failure.empty()) {
+      stop_all();
+      finish_scans();
+      return fail(failure);
+    }
+    bool all_exited = true;
+    for (std::size_t r = 0; r < n; ++r) {
+      const auto& no = out.nodes[r];
+      if (no.state == "gone") {
+        stop_all();
+        finish_scans();
+        return fail(no.node + ": the training process is gone without an exit code (killed?); last step " +
+                    (no.last_step ? std::to_string(*no.last_step) : std::string("none")) + ", log " + logs[r]);
+      }
+      if (no.state != "exited") all_exited = false;
+    }
+    if (all_exited && (!more_pending || drained_once)) {
+      finish_scans();
+      for (std::size_t r = 0; r < n; ++r) {
+        const auto& no = out.nodes[r];
+        if (no.exit_code != 0) {
+          stop_all();
+          return fail(no.node + ": training exited with code " + std::to_string(no.exit_code) + "; last lines of " +
+                      logs[r] + ":\n" + last_lines(read_text(no.local_log), 5));
+        }
+      }
+      const auto& head = out.nodes[0].scan;
+      if (head.steps.empty() || head.steps.back().step != final_step)
+        return fail(out.nodes[0].node + ": exited 0 but the final step " + std::to_string(final_step) +
+                    " was never logged (last step " +
+                    (head.steps.empty() ? std::string("none") : std::to_string(head.steps.back().step)) + ")");
+      out.ok = true;
+      out.completed = true;
+      out.wall_seconds = elapsed();
+      spdlog::info("[{}] completed {} steps in {:.1f} s", req.label, req.steps, out.wall_seconds);
+      return out;
+    }
+    if (all_exited) drained_once = true;  // one more round to read what was appended before exit
+    if (g_interrupted.load()) {
+      stop_all();
+      finish_scans();
+      out.interrupted = true;
+      return fail("interrupted (Ctrl-C): every node was stopped");
+    }
+    if (elapsed() > budget) {
+      stop_all();
+      finish_scans();
+      out.timed_out = true;
+      return fail("poll budget exceeded: " + std::to_string(static_cast<long long>(budget)) + " s (" +
+                  std::to_string(static_cast<long long>(policy_.startup_s)) + " s startup + " +
+                  std::to_string(req.steps) + " steps x " + std::to_string(static_cast<long long>(policy_.per_step_s)) +
+                  " s); last step on " + out.nodes[0].node + ": " +
+                  (out.nodes[0].last_step ? std::to_string(*out.nodes[0].last_step) : std::string("none")));
+    }
+    if (!more_pending) std::this_thread::sleep_for(policy_.interval);
+  }
+}
+
+std::vector<std::string> Launcher::teardown() {
+  std::vector<std::string> problems;
+  if (!pid_files_live_.empty()) {
+    for (const auto& p : pid_files_live_) exec_all(agent::stop(p, 10), std::chrono::seconds(60));
+    pid_files_live_.clear();
+  }
+  if (!launched_) return problems;
+  launched_ = false;
+  auto td = runtime_->teardown_argv();
+  if (td.empty()) return problems;
+  std::vector<std::vector<std::string>> per_node(cluster_.nodes.size(), td);
+  auto rs = fan_out(transport_, per_node, std::chrono::minutes(2));
+  for (std::size_t i = 0; i < rs.size(); ++i)
+    if (!rs[i].ok()) problems.push_back(cluster_.nodes[i].name + ": teardown: " + rs[i].describe());
+  return problems;
+}
+
+}  // namespace cvs

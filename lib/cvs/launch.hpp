@@ -1,0 +1,120 @@
+// The launcher: per-node env injection, the MaxText YAML under temp_dir, detached training with
+// output to <log_dir>/<run_name>[/<attempt>]/node-<rank>/training.log, and polling every node's log through
+// the log scanner until completion, the first error, a dead node or the poll budget.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cvs/cluster.hpp"
+#include "cvs/config.hpp"
+#include "cvs/logscan.hpp"
+#include "cvs/runtime.hpp"
+#include "cvs/transport.hpp"
+
+namespace cvs {
+
+// Set by the SIGINT/SIGTERM handler of the front ends: the poll loop stops every node and the
+// session tears down.
+extern std::atomic<bool> g_interrupted;
+void install_interrupt_handler();
+
+// Poll budget for a run of `steps` steps: startup_s + steps * per_step_s (seconds).
+// startup covers container exec, imports, compilation and the first step; per_step is a
+// generous upper bound for one step of the model. A run still going past it fails as hung.
+struct PollPolicy {
+  std::chrono::milliseconds interval{std::chrono::seconds(5)};
+  double startup_s = 1800;
+  double per_step_s = 120;
+  std::chrono::milliseconds command_timeout{std::chrono::seconds(60)};  // one poll round trip
+  unsigned long long max_bytes_per_poll = 16u << 20;
+  double budget_for(long long steps) const { return startup_s + static_cast<double>(steps) * per_step_s; }
+};
+
+struct RunRequest {
+  std::string run_name;  // unique per run (never reuses an old log directory)
+  std::string label;     // sweep key, "smoke", "ckpt-phase1"...
+  OrderedJson maxtext_config;  // complete: run_name and base_output_directory injected
+  long long steps = 0;         // MaxText steps; the final step line is steps - 1
+  std::string attempt;  // sub-directory of the run dir, e.g. "phase2" when a run_name is reused to resume
+  std::filesystem::path copy_dir;  // node logs are copied to copy_dir/node-<rank>/training.log
+};
+
+struct NodeOutcome {
+  std::string node;
+  int rank = 0;
+  std::string remote_log;
+  std::filesystem::path local_log;
+  std::string state;  // running | exited | gone | unreachable | not started
+  int exit_code = -1;
+  ScanResult scan;
+  std::optional<long long> last_step;
+  double last_step_seconds = 0;  // seconds of its last step line (for "slowest node")
+};
+
+struct RunOutcome {
+  bool ok = false;
+  bool completed = false;       // the final step line was seen and every node exited 0
+  bool timed_out = false;
+  bool interrupted = false;
+  std::string failure;          // one message with node and line, empty when ok
+  std::optional<ErrorMatch> first_error;
+  std::string first_error_node;
+  std::vector<NodeOutcome> nodes;  // rank order; nodes[0] is the head (metrics source)
+  double wall_seconds = 0;
+  std::filesystem::path maxtext_yaml_local;  // copy of the YAML that ran
+};
+
+struct Progress {
+  std::string label;
+  long long step = -1;
+  long long total = 0;
+  std::optional<double> loss;
+  std::optional<double> tokens_per_sec;
+  std::string slowest_node;
+  double elapsed_s = 0;
+  std::optional<double> eta_s;
+};
+using ProgressSink = std::function<void(const Progress&)>;
+
+class Launcher {
+ public:
+  Launcher(const SuiteConfig& cfg, const Cluster& cluster, PollPolicy policy);
+  ~Launcher();
+
+  // Launches the container on every node (a no-op for the local runtime) and resolves the train
+  // script (first of train_script_paths that exists on every node). Returns problems, one per node.
+  std::vector<std::string> setup();
+  // Runs a command inside the runtime on every node (e.g. probes). Results in node order.
+  std::vector<ProcResult> exec_all(const std::vector<std::string>& cmd, std::chrono::milliseconds timeout,
+                                   const EnvList& env = {}) const;
+  RunOutcome run(const RunRequest& req, const ProgressSink& progress = {});
+  // Always safe to call, also after a failed setup or twice.
+  std::vector<std::string> teardown();
+
+  // The env injected into the training process on node `rank` (exposed for tests and reports;
+  // HF_TOKEN's value is never logged).
+  EnvList node_env(std::size_t rank) const;
+  const std::string& train_script() const { return train_script_; }
+  const Runtime& runtime() const { return *runtime_; }
+  const Transport& transport() const { return transport_; }
+  std::string run_dir(const std::string& run_name) const;
+
+ private:
+  const SuiteConfig& cfg_;
+  const Cluster& cluster_;
+  PollPolicy policy_;
+  std::unique_ptr<Runtime> runtime_;
+  Transport transport_;
+  std::string train_script_;
+  bool launched_ = false;
+  std::vector<std::string> pid_files_live_;
+};
+
+}  // namespace cvs

@@ -1,0 +1,222 @@
+#include "cvs/html_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+using nlohmann::ordered_json;
+
+namespace cvs::report {
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+namespace {
+
+std::string fmt(double v, const char* f = "%.4g") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+std::string val(const ordered_json& v) {
+  if (v.is_null()) return "&mdash;";
+  if (v.is_number()) return fmt(v.get<double>(), "%.6g");
+  if (v.is_string()) return html_escape(v.get<std::string>());
+  return html_escape(v.dump());
+}
+
+std::string badge(const std::string& outcome) {
+  std::string cls = outcome == "PASS" ? "pass" : outcome == "FAIL" ? "fail" : outcome == "RECORD" ? "record" : "na";
+  return "<span class=\"badge " + cls + "\">" + html_escape(outcome) + "</span>";
+}
+
+// Inline SVG line plot of a loss curve, with the sampled points the slope is fitted on.
+std::string loss_svg(const ordered_json& curve, const ordered_json& sampled) {
+  std::vector<std::pair<double, double>> pts;
+  for (const auto& p : curve)
+    if (p[1].is_number()) pts.emplace_back(p[0].get<double>(), p[1].get<double>());
+  if (pts.size() < 2) return "<p class=\"muted\">not enough steps to plot</p>";
+  const double W = 560, H = 200, L = 56, B = 28, T = 10, R = 12;
+  double x0 = pts.front().first, x1 = pts.back().first, y0 = pts[0].second, y1 = pts[0].second;
+  for (auto& [x, y] : pts) {
+    y0 = std::min(y0, y);
+    y1 = std::max(y1, y);
+  }
+  if (x1 == x0) x1 = x0 + 1;
+  if (y1 == y0) y1 = y0 + 1e-6;
+  auto X = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  auto Y = [&](double y) { return T + (y1 - y) / (y1 - y0) * (H - T - B); };
+  std::ostringstream s;
+  s << "<svg class=\"plot\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"loss curve\">";
+  s << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" class=\"axis\"/>";
+  s << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" class=\"axis\"/>";
+  s << "<text x=\"" << L - 4 << "\" y=\"" << T + 8 << "\" class=\"tick\" text-anchor=\"end\">" << fmt(y1) << "</text>";
+  s << "<text x=\"" << L - 4 << "\" y=\"" << H - B << "\" class=\"tick\" text-anchor=\"end\">" << fmt(y0) << "</text>";
+  s << "<text x=\"" << L << "\" y=\"" << H - 8 << "\" class=\"tick\">step " << fmt(x0, "%.0f") << "</text>";
+  s << "<text x=\"" << W - R << "\" y=\"" << H - 8 << "\" class=\"tick\" text-anchor=\"end\">step " << fmt(x1, "%.0f")
+    << "</text>";
+  s << "<polyline class=\"loss\" points=\"";
+  for (auto& [x, y] : pts) s << fmt(X(x), "%.1f") << "," << fmt(Y(y), "%.1f") << " ";
+  s << "\"/>";
+  for (const auto& p : sampled)
+    s << "<circle class=\"sample\" cx=\"" << fmt(X(p[0].get<double>()), "%.1f") << "\" cy=\""
+      << fmt(Y(p[1].get<double>()), "%.1f") << "\" r=\"3\"><title>step " << p[0].get<long long>() << ": "
+      << fmt(p[1].get<double>()) << "</title></circle>";
+  s << "</svg>";
+  return s.str();
+}
+
+// Inline SVG histogram of steady-state step times.
+std::string step_time_svg(const ordered_json& times) {
+  std::vector<double> v;
+  for (const auto& t : times) v.push_back(t.get<double>());
+  if (v.empty()) return "<p class=\"muted\">no steady-state steps</p>";
+  const double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
+  const int bins = std::min<int>(12, std::max<int>(1, static_cast<int>(v.size())));
+  std::vector<int> h(bins, 0);
+  for (double x : v) {
+    int b = hi > lo ? static_cast<int>((x - lo) / (hi - lo) * bins) : 0;
+    h[std::clamp(b, 0, bins - 1)]++;
+  }
+  const int top = *std::max_element(h.begin(), h.end());
+  const double W = 560, H = 160, L = 40, B = 28, T = 8, R = 12;
+  const double bw = (W - L - R) / bins;
+  std::ostringstream s;
+  s << "<svg class=\"plot\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"step time distribution\">";
+  for (int i = 0; i < bins; ++i) {
+    const double bh = top ? (H - T - B) * h[i] / top : 0;
+    s << "<rect class=\"bar\" x=\"" << fmt(L + i * bw + 1, "%.1f") << "\" y=\"" << fmt(H - B - bh, "%.1f") << "\" width=\""
+      << fmt(bw - 2, "%.1f") << "\" height=\"" << fmt(bh, "%.1f") << "\"><title>" << h[i] << " step(s)</title></rect>";
+  }
+  s << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" class=\"axis\"/>";
+  s << "<text x=\"" << L << "\" y=\"" << H - 8 << "\" class=\"tick\">" << fmt(lo) << " ms</text>";
+  s << "<text x=\"" << W - R << "\" y=\"" << H - 8 << "\" class=\"tick\" text-anchor=\"end\">" << fmt(hi) << " ms</text>";
+  s << "<text x=\"" << L - 4 << "\" y=\"" << T + 8 << "\" class=\"tick\" text-anchor=\"end\">" << top << "</text>";
+  s << "</svg>";
+  return s.str();
+}
+
+constexpr const char* kCss = R"CSS(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2430;background:#f5f6f8}
+header{padding:18px 28px;color:#fff}header.PASS{background:#1f7a3f}header.FAIL{background:#b3261e}
+header h1{margin:0;font-size:22px}header p{margin:4px 0 0;opacity:.9}
+main{padding:18px 28px;max-width:1200px}section{background:#fff;border:1px solid #dde1e6;border-radius:6px;padding:14px 18px;margin:0 0 16px}
+h2{font-size:17px;margin:0 0 10px}h3{font-size:15px;margin:14px 0 6px}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eceef1;vertical-align:top}
+th{background:#f0f2f5;font-weight:600}td.num{font-variant-numeric:tabular-nums}
+.badge{display:inline-block;min-width:58px;text-align:center;border-radius:3px;padding:1px 6px;font-weight:600;font-size:12px;color:#fff}
+.pass{background:#1f7a3f}.fail{background:#b3261e}.record{background:#5b6b7f}.na{background:#a7b0bb}
+.counts span{margin-right:14px}.muted{color:#6b7683}.err{background:#fdecea;border-left:4px solid #b3261e;padding:8px 10px;font-family:monospace;white-space:pre-wrap;word-break:break-all}
+.plots{display:flex;gap:18px;flex-wrap:wrap}.plot{width:560px;max-width:100%;background:#fbfcfd;border:1px solid #eceef1}
+.axis{stroke:#9aa4af;stroke-width:1}.tick{font-size:10px;fill:#5b6b7f}.loss{fill:none;stroke:#1b62c4;stroke-width:2}
+.sample{fill:#e8710a}.bar{fill:#7a9cc6}code{font-size:12px}
+)CSS";
+
+}  // namespace
+
+std::string render_html(const ordered_json& r) {
+  std::ostringstream h;
+  const std::string status = r.value("status", std::string("FAIL"));
+  const auto& cfg = r["config"];
+  h << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << html_escape(r.value("suite", std::string()))
+    << " " << status << "</title><style>" << kCss << "</style></head><body>";
+  h << "<header class=\"" << status << "\"><h1>" << html_escape(r.value("suite", std::string())) << ": " << status
+    << "</h1><p>" << html_escape(cfg.value("model", std::string())) << " on " << html_escape(cfg.value("gpu_name", std::string()))
+    << " &middot; " << html_escape(cfg.value("mode", std::string())) << " &middot; " << r["cluster"]["nodes"].size()
+    << " node(s) &times; " << cfg.value("gpus_per_node", 0) << " &middot; " << html_escape(r.value("started_at", std::string()))
+    << "</p></header><main>";
+
+  h << "<section><h2>Summary</h2><p class=\"counts\">";
+  for (const char* k : {"PASS", "FAIL", "RECORD", "N/A", "SKIPPED"})
+    h << "<span>" << badge(k) << " " << r["counts"].value(k, 0) << "</span>";
+  h << "</p>";
+  if (!cfg.value("enforce_thresholds", false))
+    h << "<p><strong>enforce_thresholds is false:</strong> threshold metrics are recorded, not gated.</p>";
+  h << "<table><tr><th>Stage</th><th>Status</th><th>Seconds</th><th>Message</th></tr>";
+  for (const auto& st : r["stages"]) {
+    if (st.value("stage", std::string()) == "test_metric") continue;  // per-sweep tables below
+    h << "<tr><td><code>" << html_escape(st.value("test", std::string())) << "</code></td><td>"
+      << badge(st.value("outcome", std::string())) << "</td><td class=\"num\">" << fmt(st.value("seconds", 0.0), "%.1f")
+      << "</td><td>" << html_escape(st.value("message", std::string())) << "</td></tr>";
+  }
+  h << "</table></section>";
+
+  for (auto it = r["sweeps"].begin(); it != r["sweeps"].end(); ++it) {
+    const auto& s = it.value();
+    h << "<section><h2>Sweep <code>" << html_escape(it.key()) << "</code> &mdash; " << html_escape(s.value("status", std::string()))
+      << "</h2>";
+    if (s.contains("run")) {
+      const auto& run = s["run"];
+      if (!run.value("failure", std::string()).empty()) h << "<div class=\"err\">" << html_escape(run["failure"].get<std::string>()) << "</div>";
+      if (run.contains("first_error"))
+        h << "<p>First matched error line (" << html_escape(run["first_error"]["pattern"].get<std::string>()) << ", node "
+          << html_escape(run["first_error"]["node"].get<std::string>()) << ", line " << run["first_error"]["line_no"] << "):</p><div class=\"err\">"
+          << html_escape(run["first_error"]["line"].get<std::string>()) << "</div>";
+      h << "<p class=\"muted\">run <code>" << html_escape(s.value("run_name", std::string())) << "</code>, "
+        << fmt(run.value("wall_seconds", 0.0), "%.1f") << " s, effective quantization <code>"
+        << html_escape(s["effective_config"].value("quantization", std::string("?"))) << "</code>. Node logs: ";
+      for (const auto& n : run["nodes"])
+        h << "<a href=\"" << html_escape(n.value("log", std::string())) << "\">" << html_escape(n.value("node", std::string()))
+          << "</a> ";
+      if (run.contains("maxtext_yaml")) h << "&middot; <a href=\"" << html_escape(run["maxtext_yaml"].get<std::string>()) << "\">MaxText YAML</a>";
+      h << "</p>";
+    }
+    h << "<table><tr><th>Metric</th><th>Value</th><th>Threshold</th><th>Outcome</th><th>Detail</th></tr>";
+    std::set<std::string> shown;
+    for (const auto& e : s.value("evaluations", ordered_json::array())) {
+      shown.insert(e["metric"].get<std::string>());
+      std::string thr = e.contains("kind") ? e["kind"].get<std::string>() + " " + val(e["threshold"]) : "&mdash;";
+      if (e.contains("tolerance_pct")) thr += " &plusmn;" + val(e["tolerance_pct"]) + "%";
+      h << "<tr><td><code>" << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">" << val(e["value"])
+        << "</td><td>" << thr << "</td><td>" << badge(e["outcome"].get<std::string>()) << "</td><td>"
+        << html_escape(e.value("message", std::string())) << "</td></tr>";
+    }
+    const auto metrics = s.value("metrics", ordered_json::object());
+    for (auto m = metrics.begin(); m != metrics.end(); ++m)
+      if (!shown.count("training." + m.key()))
+        h << "<tr><td><code>training." << html_escape(m.key()) << "</code></td><td class=\"num\">" << val(m.value())
+          << "</td><td>&mdash;</td><td>" << badge("RECORD") << "</td><td>not evaluated in this session</td></tr>";
+    h << "</table>";
+    h << "<div class=\"plots\"><div><h3>Loss curve</h3>" << loss_svg(s.value("loss_curve", ordered_json::array()), s.value("sampled_curve", ordered_json::array()))
+      << "</div><div><h3>Step-time distribution (steady state)</h3>" << step_time_svg(s.value("step_times_ms", ordered_json::array()))
+      << "</div></div>";
+    for (const auto& n : s.value("notes", ordered_json::array())) h << "<p class=\"muted\">" << html_escape(n.get<std::string>()) << "</p>";
+    h << "</section>";
+  }
+  if (r.contains("checkpoint_resume")) {
+    const auto& c = r["checkpoint_resume"];
+    h << "<section><h2>Checkpoint save/resume &mdash; " << badge(c.value("passed", false) ? "PASS" : "FAIL") << "</h2><p>"
+      << html_escape(c.value("message", std::string())) << "</p><table>";
+    for (const char* k : {"saved_step", "restored_step", "resumed_first_step", "boundary_loss_phase1", "boundary_loss_phase2",
+                          "checkpoint_save_seconds", "checkpoint_load_seconds", "max_save_seconds", "max_load_seconds"})
+      h << "<tr><th>" << k << "</th><td class=\"num\">" << val(c.value(k, ordered_json())) << "</td></tr>";
+    h << "</table></section>";
+  }
+  h << "<section><h2>Config and cluster</h2><table>";
+  for (auto it = cfg.begin(); it != cfg.end(); ++it) h << "<tr><th>" << html_escape(it.key()) << "</th><td>" << val(it.value()) << "</td></tr>";
+  h << "<tr><th>nodes</th><td>";
+  for (const auto& n : r["cluster"]["nodes"])
+    h << html_escape(n.value("name", std::string())) << " (" << html_escape(n.value("host", std::string())) << ", "
+      << html_escape(n.value("transport", std::string())) << ") ";
+  h << "</td></tr><tr><th>provenance</th><td><code>" << html_escape(r["provenance"].dump()) << "</code></td></tr></table></section>";
+  h << "</main></body></html>\n";
+  return h.str();
+}
+
+}  // namespace cvs::report

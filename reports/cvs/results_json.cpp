@@ -1,0 +1,206 @@
+#include "cvs/results_json.hpp"
+
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+
+#include "cvs/process.hpp"
+#include "cvs/sweep.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace cvs::report {
+namespace {
+
+ordered_json number_or_null(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr); }
+
+std::string rel(const fs::path& p, const fs::path& base) {
+  std::error_code ec;
+  auto r = fs::relative(p, base, ec);
+  return ec ? p.string() : r.string();
+}
+
+std::string sha256_of(const fs::path& p) {
+  auto r = run_one({{"sha256sum", p.string()}, std::chrono::seconds(30), "", 1 << 16});
+  return r.ok() ? r.out.substr(0, r.out.find(' ')) : "";
+}
+
+ordered_json run_json(const RunOutcome& o, const fs::path& base) {
+  ordered_json j;
+  j["ok"] = o.ok;
+  j["failure"] = o.failure;
+  j["wall_seconds"] = o.wall_seconds;
+  j["timed_out"] = o.timed_out;
+  if (o.first_error)
+    j["first_error"] = {{"node", o.first_error_node}, {"pattern", o.first_error->pattern_name},
+                        {"line_no", o.first_error->line_no}, {"line", o.first_error->line}};
+  ordered_json nodes = ordered_json::array();
+  for (const auto& n : o.nodes)
+    nodes.push_back({{"node", n.node},
+                     {"rank", n.rank},
+                     {"state", n.state},
+                     {"exit_code", n.exit_code},
+                     {"remote_log", n.remote_log},
+                     {"log", rel(n.local_log, base)},
+                     {"last_step", n.last_step ? ordered_json(*n.last_step) : ordered_json(nullptr)},
+                     {"errors", n.scan.errors.size()}});
+  j["nodes"] = nodes;
+  if (!o.maxtext_yaml_local.empty()) j["maxtext_yaml"] = rel(o.maxtext_yaml_local, base);
+  return j;
+}
+
+}  // namespace
+
+ordered_json build_results(const fixtures::Session& s, const std::vector<TestRecord>& tests) {
+  const fs::path base = s.opts.output;
+  ordered_json r;
+  r["schema_version"] = kResultsSchemaVersion;
+  r["suite"] = s.opts.suite_name;
+  r["started_at"] = s.started_at;
+  {
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    r["finished_at"] = buf;
+  }
+  std::map<std::string, int> counts = {{"PASS", 0}, {"FAIL", 0}, {"RECORD", 0}, {"N/A", 0}, {"SKIPPED", 0}};
+  bool any_fail = false;
+  ordered_json stages = ordered_json::array();
+  for (const auto& t : tests) {
+    std::string outcome = t.property("outcome");
+    if (outcome.empty()) outcome = t.status;
+    if (t.status == "FAIL") outcome = "FAIL";
+    if (t.status == "SKIPPED" && outcome != "N/A") outcome = "SKIPPED";
+    counts[outcome]++;
+    any_fail |= t.status == "FAIL";
+    ordered_json props = ordered_json::object();
+    for (const auto& [k, v] : t.properties) props[k] = v;
+    stages.push_back({{"test", t.full_name},
+                      {"stage", t.stage},
+                      {"status", t.status},
+                      {"outcome", outcome},
+                      {"message", t.message},
+                      {"seconds", t.seconds},
+                      {"properties", props}});
+  }
+  r["status"] = any_fail ? "FAIL" : "PASS";
+  r["counts"] = counts;
+
+  const auto& c = s.cfg;
+  r["config"] = {{"file", fs::absolute(c.file).string()},
+                 {"sha256", sha256_of(c.file)},
+                 {"gpu_name", c.gpu_name},
+                 {"gpus_per_node", c.gpus_per_node},
+                 {"mode", to_string(c.mode)},
+                 {"model", c.model_label()},
+                 {"enforce_thresholds", c.enforce_thresholds},
+                 {"threshold_file", c.threshold_path.string()},
+                 {"runtime", c.container.runtime},
+                 {"image", c.container.image},
+                 {"runs", c.runs}};
+  ordered_json nodes = ordered_json::array();
+  for (const auto& n : s.cluster.nodes) nodes.push_back({{"name", n.name}, {"host", n.host}, {"transport", n.transport}});
+  r["cluster"] = {{"file", s.cluster.file.string()},
+                  {"nodes", nodes},
+                  {"coordinator", s.cluster.coordinator_address}};
+  r["provenance"] = s.provenance;
+
+  ordered_json sweeps = ordered_json::object();
+  for (const auto& key : c.runs) {
+    ordered_json sj;
+    sj["test_name"] = sweep_test_name(key);
+    auto it = s.sweeps.find(key);
+    if (it == s.sweeps.end()) {
+      sj["status"] = "NOT RUN";
+      sweeps[key] = sj;
+      continue;
+    }
+    const auto& sr = it->second;
+    sj["status"] = sr.outcome.ok ? "COMPLETED" : "FAILED";
+    sj["run_name"] = sr.run_name;
+    sj["steps"] = c.steps_for(key);
+    sj["precision"] = sr.key.find("PRECISION=FP8") != std::string::npos ? "fp8" : "bf16";
+    sj["quantization"] = sr.expected_quantization;
+    sj["num_nodes"] = s.cluster.nodes.size();
+    sj["gpus_per_node"] = c.gpus_per_node;
+    sj["parallelism"] = ordered_json::object();
+    for (auto m = sr.maxtext_config.begin(); m != sr.maxtext_config.end(); ++m)
+      if ((m.key().rfind("ici_", 0) == 0 || m.key().rfind("dcn_", 0) == 0) && m.key().find("parallelism") != std::string::npos)
+        sj["parallelism"][m.key()] = m.value();
+    sj["run"] = run_json(sr.outcome, base);
+    sj["metrics_error"] = sr.metrics_error;
+    ordered_json metrics = ordered_json::object();
+    ordered_json curve = ordered_json::array(), sampled = ordered_json::array(), times = ordered_json::array();
+    ordered_json notes = ordered_json::array();
+    if (sr.metrics) {
+      for (const auto& name : tracked_metric_names())
+        if (auto v = sr.metrics->get(name)) metrics[name] = number_or_null(*v);
+      for (const auto& p : sr.metrics->loss_curve) curve.push_back({p.step, number_or_null(p.loss)});
+      for (const auto& p : sr.metrics->sampled_curve) sampled.push_back({p.step, p.loss});
+      for (double t : sr.metrics->step_times_s) times.push_back(t * 1000.0);
+      notes = sr.metrics->notes;
+      sj["warmup_steps_dropped"] = sr.metrics->warmup_dropped;
+      if (sr.metrics->first_nonfinite_step) sj["first_nonfinite_step"] = *sr.metrics->first_nonfinite_step;
+    }
+    sj["metrics"] = metrics;
+    ordered_json evals = ordered_json::array();
+    for (const auto& name : tracked_metric_names()) {
+      auto e = sr.evaluations.find(name);
+      if (e == sr.evaluations.end()) continue;
+      ordered_json ej = {{"metric", "training." + name},
+                         {"value", e->second.actual ? number_or_null(*e->second.actual) : ordered_json(nullptr)},
+                         {"outcome", to_string(e->second.outcome)},
+                         {"message", e->second.message}};
+      if (e->second.spec) {
+        ej["kind"] = to_string(e->second.spec->kind);
+        ej["threshold"] = e->second.spec->value;
+        if (e->second.spec->tolerance_pct) ej["tolerance_pct"] = *e->second.spec->tolerance_pct;
+        if (!e->second.spec->reference.empty()) ej["reference"] = "training." + e->second.spec->reference;
+      }
+      evals.push_back(ej);
+    }
+    sj["evaluations"] = evals;
+    sj["loss_curve"] = curve;
+    sj["sampled_curve"] = sampled;
+    sj["step_times_ms"] = times;
+    sj["notes"] = notes;
+    const auto& eff = sr.outcome.nodes.empty() ? std::map<std::string, std::string>{} : sr.outcome.nodes[0].scan.effective_config;
+    ordered_json effective = ordered_json::object();
+    for (const char* k : {"quantization", "per_device_batch_size", "max_target_length", "steps", "dtype", "weight_dtype",
+                          "attention", "model_name", "dataset_type", "hardware"})
+      if (auto f = eff.find(k); f != eff.end()) effective[k] = f->second;
+    sj["effective_config"] = effective;
+    if (!sr.outcome.nodes.empty() && sr.outcome.nodes[0].scan.peak_memory_gb)
+      sj["peak_memory_gb"] = *sr.outcome.nodes[0].scan.peak_memory_gb;
+    sweeps[key] = sj;
+  }
+  r["sweeps"] = sweeps;
+  if (s.smoke) r["smoke"] = run_json(*s.smoke, base);
+  if (s.checkpoint) {
+    const auto& ck = *s.checkpoint;
+    auto opt = [](const auto& o) { return o ? ordered_json(*o) : ordered_json(nullptr); };
+    r["checkpoint_resume"] = {{"sweep", ck.sweep},
+                              {"run_name", ck.run_name},
+                              {"passed", ck.passed},
+                              {"message", ck.message},
+                              {"saved_step", opt(ck.saved_step)},
+                              {"restored_step", opt(ck.restored_step)},
+                              {"resumed_first_step", opt(ck.resumed_first_step)},
+                              {"boundary_loss_phase1", opt(ck.boundary_loss_phase1)},
+                              {"boundary_loss_phase2", opt(ck.boundary_loss_phase2)},
+                              {"checkpoint_save_seconds", opt(ck.save_seconds)},
+                              {"checkpoint_load_seconds", opt(ck.load_seconds)},
+                              {"max_save_seconds", c.checkpoint_resume.max_save_seconds},
+                              {"max_load_seconds", c.checkpoint_resume.max_load_seconds},
+                              {"deleted_ckpt_dir", ck.deleted_ckpt_dir},
+                              {"phase1", run_json(ck.phase1, base)},
+                              {"phase2", ck.phase2.nodes.empty() ? ordered_json(nullptr) : run_json(ck.phase2, base)}};
+  }
+  r["stages"] = stages;
+  return r;
+}
+
+}  // namespace cvs::report

@@ -1,0 +1,85 @@
+// The stages of the jaxmaxtext suites, in the order they run. Declarative: each test hands its
+// stage to fixtures/ and reports the StageResult. Compiled into both suite executables;
+// CVS_DISTRIBUTED adds test_setup_rdma.
+#include <gtest/gtest.h>
+
+#include "cvs/session.hpp"
+#include "cvs/stages.hpp"
+#include "cvs/sweep.hpp"
+
+using cvs::fixtures::Session;
+using cvs::fixtures::StageResult;
+
+namespace {
+
+Session& S() { return Session::get(); }
+
+void report(const StageResult& r) {
+  for (const auto& [k, v] : r.properties) ::testing::Test::RecordProperty(k, v);
+  if (!r.message.empty()) ::testing::Test::RecordProperty("summary", r.message);
+  switch (r.status) {
+    case StageResult::Status::Skip: GTEST_SKIP() << r.message;
+    case StageResult::Status::Fail: FAIL() << r.message;
+    case StageResult::Status::Pass: break;
+  }
+}
+
+// Sweep parameters print as the canonical key (gtest's XML value_param); names are gtest-safe.
+struct Sweep {
+  std::string key;
+};
+void PrintTo(const Sweep& s, std::ostream* os) { *os << s.key; }
+struct SweepMetric {
+  std::string key;
+  std::string metric;
+};
+void PrintTo(const SweepMetric& s, std::ostream* os) { *os << s.key << " training." << s.metric; }
+
+std::vector<Sweep> runs() {
+  std::vector<Sweep> v;
+  for (const auto& k : S().cfg.runs) v.push_back({k});
+  return v;
+}
+std::vector<SweepMetric> run_metrics() {
+  std::vector<SweepMetric> v;
+  for (const auto& k : S().cfg.runs)
+    for (const auto& m : cvs::fixtures::gated_metric_names())
+      if (m != "checkpoint_save_seconds" && m != "checkpoint_load_seconds") v.push_back({k, m});
+  return v;
+}
+std::string sweep_name(const ::testing::TestParamInfo<Sweep>& i) { return cvs::sweep_test_name(i.param.key); }
+std::string metric_name(const ::testing::TestParamInfo<SweepMetric>& i) {
+  return cvs::sweep_test_name(i.param.key) + "__" + i.param.metric;
+}
+
+}  // namespace
+
+TEST(test_setup, containers_and_devices) { report(cvs::fixtures::stage_setup(S())); }
+
+#ifdef CVS_DISTRIBUTED
+TEST(test_setup_rdma, devices_and_interfaces) { report(cvs::fixtures::stage_setup_rdma(S())); }
+#endif
+
+TEST(test_smoke, bf16_smoke) { report(cvs::fixtures::stage_smoke(S())); }
+
+class test_training_run : public ::testing::TestWithParam<Sweep> {};
+TEST_P(test_training_run, run) {
+  RecordProperty("sweep_key", GetParam().key);
+  report(cvs::fixtures::stage_training_run(S(), GetParam().key));
+}
+INSTANTIATE_TEST_SUITE_P(sweep, test_training_run, ::testing::ValuesIn(runs()), sweep_name);
+
+class test_metric : public ::testing::TestWithParam<SweepMetric> {};
+TEST_P(test_metric, check) {
+  RecordProperty("sweep_key", GetParam().key);
+  report(cvs::fixtures::stage_metric(S(), GetParam().key, GetParam().metric));
+}
+INSTANTIATE_TEST_SUITE_P(sweep, test_metric, ::testing::ValuesIn(run_metrics()), metric_name);
+
+class checkpoint_resume : public ::testing::TestWithParam<Sweep> {};
+TEST_P(checkpoint_resume, save_and_resume) {
+  RecordProperty("sweep_key", GetParam().key);
+  report(cvs::fixtures::stage_checkpoint_resume(S(), GetParam().key));
+}
+INSTANTIATE_TEST_SUITE_P(sweep, checkpoint_resume,
+                         ::testing::Values(Sweep{cvs::fixtures::checkpoint_sweep(S().cfg)}), sweep_name);
