@@ -85,11 +85,13 @@ double mean(const std::vector<double>& v) { return std::accumulate(v.begin(), v.
 
 // Work over time for per-step rates: with constant work per step, N / sum(1/rate_i) equals
 // total work / total time. A mean of rates would let one short step inflate the figure.
+// MaxText prints rates with 3 decimals: a step below 0.0005 reads 0.000, and its true rate is
+// then indistinguishable from 0, so the run's figure is reported as 0 rather than guessed.
 std::optional<double> harmonic_mean(const std::vector<double>& v) {
   if (v.empty()) return std::nullopt;
   double inv = 0;
   for (double x : v) {
-    if (!(x > 0)) return std::nullopt;
+    if (!(x > 0)) return 0.0;
     inv += 1.0 / x;
   }
   return static_cast<double>(v.size()) / inv;

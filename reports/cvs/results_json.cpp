@@ -171,7 +171,8 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
     ordered_json effective = ordered_json::object();
     for (const char* k : {"quantization", "per_device_batch_size", "max_target_length", "steps", "dtype", "weight_dtype",
                           "attention", "model_name", "dataset_type", "hardware"})
-      if (auto f = eff.find(k); f != eff.end()) effective[k] = f->second;
+      if (auto f = eff.find(k); f != eff.end())
+        effective[k] = std::string(k) == "quantization" ? normalize_quantization(f->second) : f->second;
     sj["effective_config"] = effective;
     if (!sr.outcome.nodes.empty() && sr.outcome.nodes[0].scan.peak_memory_gb)
       sj["peak_memory_gb"] = *sr.outcome.nodes[0].scan.peak_memory_gb;

@@ -39,6 +39,13 @@ TEST(Metrics, ThroughputIsWorkOverTimeNotAMeanOfRates) {
   EXPECT_DOUBLE_EQ(*m.get("last_10_steps_tokens_per_second_per_gpu_avg"), 2000.0);
 }
 
+TEST(Metrics, ARateRoundedToZeroMakesTheFigureZeroNotMissing) {
+  std::vector<cvs::StepRecord> s = {step(0, 1, 5), step(1, 1, 5), step(2, 1, 5, 0.0, 1000), step(3, 1, 5, 0.002, 1000)};
+  auto m = cvs::compute_metrics(s, {}, {});
+  ASSERT_TRUE(m.get("tflops_per_sec_per_gpu"));
+  EXPECT_EQ(*m.get("tflops_per_sec_per_gpu"), 0.0);
+}
+
 TEST(Metrics, TotalsAndScalingEfficiency) {
   std::vector<cvs::StepRecord> s = {step(0, 1, 5), step(1, 1, 5), step(2, 1, 5, 100, 1000), step(3, 1, 5, 100, 1000)};
   cvs::MetricsContext ctx;
