@@ -276,14 +276,16 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
           failure = no.node + ": node unreachable while polling " + logs[r] + ": " + rs[r].describe();
         continue;
       }
+      // The size is read before the bytes: the log may grow in between, never shrink below
+      // what was already read.
+      if (reply->size >= 0 && static_cast<unsigned long long>(reply->size) < offsets[r] && failure.empty())
+        failure = no.node + ": " + logs[r] + " shrank during the run (truncated or replaced)";
       if (!reply->data.empty()) {
         copies[r]->write(reply->data.data(), static_cast<std::streamsize>(reply->data.size()));
         scanners[r]->feed(reply->data);
         offsets[r] += reply->data.size();
       }
       if (reply->size >= 0 && static_cast<unsigned long long>(reply->size) > offsets[r]) more_pending = true;
-      if (reply->size >= 0 && static_cast<unsigned long long>(reply->size) < offsets[r] && failure.empty())
-        failure = no.node + ": " + logs[r] + " shrank during the run (truncated or replaced)";
       no.state = reply->state;
       no.exit_code = reply->exit_code;
       const auto& sr = scanners[r]->result();

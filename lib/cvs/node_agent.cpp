@@ -3,6 +3,12 @@
 #include <cstdlib>
 
 namespace cvs::agent {
+namespace {
+// alive PID: the process exists and is not a zombie (an init that does not reap, as in some
+// sandboxes and containers, leaves killed processes as zombies that `kill -0` still finds).
+constexpr const char* kAlive =
+    "alive() { [ -r \"/proc/$1/status\" ] || return 1; ! grep -q '^State:[[:space:]]*Z' \"/proc/$1/status\"; }; ";
+}  // namespace
 
 std::vector<std::string> write_file(const std::string& path, const std::string& content, bool overwrite) {
   return {"sh", "-c",
@@ -29,9 +35,9 @@ std::vector<std::string> start_detached(const std::string& log, const std::strin
 std::vector<std::string> poll(const std::string& log, const std::string& rc_file, const std::string& pid_file,
                               unsigned long long offset, unsigned long long max_bytes) {
   return {"sh", "-c",
-          "log=$1; rcf=$2; pidf=$3; off=$4; max=$5; "
+          std::string(kAlive) + "log=$1; rcf=$2; pidf=$3; off=$4; max=$5; "
           "if [ -s \"$rcf\" ]; then st=\"exited $(cat \"$rcf\")\"; "
-          "elif [ -f \"$pidf\" ] && kill -0 \"$(cat \"$pidf\")\" 2>/dev/null; then st=running; "
+          "elif [ -f \"$pidf\" ] && alive \"$(cat \"$pidf\")\"; then st=running; "
           "elif [ -f \"$rcf\" ]; then st=running; else st=gone; fi; "
           "size=$(stat -c %s \"$log\" 2>/dev/null || echo -1); "
           "printf 'CVS-POLL %s %s\\n' \"$size\" \"$st\"; "
@@ -60,10 +66,12 @@ std::optional<PollReply> parse_poll_reply(const std::string& out) {
 
 std::vector<std::string> stop(const std::string& pid_file, int grace_seconds) {
   return {"sh", "-c",
-          "pidf=$1; grace=$2; [ -f \"$pidf\" ] || exit 0; p=$(cat \"$pidf\"); "
-          "kill -TERM -- \"-$p\" 2>/dev/null || exit 0; i=0; "
-          "while kill -0 -- \"-$p\" 2>/dev/null && [ $i -lt $((grace * 5)) ]; do sleep 0.2; i=$((i + 1)); done; "
-          "kill -KILL -- \"-$p\" 2>/dev/null; exit 0",
+          std::string(kAlive) + "pidf=$1; grace=$2; [ -f \"$pidf\" ] || exit 0; p=$(cat \"$pidf\"); "
+          "case \"$p\" in ''|*[!0-9]*) echo \"cvs: bad pid file $pidf\" >&2; exit 1;; esac; "
+          "[ \"$p\" -gt 1 ] || { echo \"cvs: refusing to signal process group $p\" >&2; exit 1; }; "
+          "kill -TERM \"-$p\" 2>/dev/null || exit 0; i=0; "
+          "while alive \"$p\" && [ $i -lt $((grace * 5)) ]; do sleep 0.2; i=$((i + 1)); done; "
+          "kill -KILL \"-$p\" 2>/dev/null; exit 0",
           "cvs-stop", pid_file, std::to_string(grace_seconds)};
 }
 

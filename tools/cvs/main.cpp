@@ -14,6 +14,8 @@ constexpr const char* kUsage = R"(usage: cvs <command> [args]
 
 commands:
   config validate FILE        check a suite config and its threshold file; every error with its JSON pointer
+  config list                 the shipped configs with GPU, mode and precisions
+  config copy NAME [DIR]      copy a shipped config and its threshold file(s) side by side (never overwrites)
   run SUITE [--config FILE] [--cluster FILE] [--output DIR] [gtest flags]
                               run jaxmaxtext_single or jaxmaxtext_distributed; prints where the report is
   metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE]

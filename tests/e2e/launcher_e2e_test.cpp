@@ -1,0 +1,179 @@
+// The launcher against real MaxText on this machine's CPU: every failure path a cluster run can
+// take (an error line, a NaN, a killed node, a hang, a reused run name), each with real
+// processes. Label e2e: needs the .venv from tools/setup.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cvs/cluster.hpp"
+#include "cvs/launch.hpp"
+#include "cvs/maxtext_yaml.hpp"
+#include "cvs/process.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace {
+
+class LauncherE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = fs::temp_directory_path() / ("cvs_e2e_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root);
+    std::ifstream in(std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json");
+    base = ordered_json::parse(in);
+    base["paths"]["shared_fs"] = root.string();
+    base["paths"]["temp_dir"] = (root / "tmp").string();
+  }
+  void TearDown() override { fs::remove_all(root); }
+
+  cvs::SuiteConfig config(const ordered_json& j) {
+    return cvs::load_config_text(j.dump(), std::string(CVS_SOURCE_ROOT) + "/configs/e2e.json",
+                                 {.user = "", .require_threshold_file = false});
+  }
+  cvs::RunRequest request(const cvs::SuiteConfig& c, const std::string& name, long long steps) {
+    cvs::RunRequest r;
+    r.run_name = name;
+    r.label = name;
+    r.steps = steps;
+    r.maxtext_config = cvs::sweep_maxtext_config(c, c.runs.front(), name, c.paths.log_dir + "/" + name + "/maxtext");
+    r.maxtext_config["steps"] = steps;
+    r.copy_dir = root / "report" / name;
+    return r;
+  }
+  static cvs::PollPolicy fast() {
+    cvs::PollPolicy p;
+    p.interval = std::chrono::milliseconds(500);
+    p.startup_s = 300;
+    p.per_step_s = 30;
+    return p;
+  }
+  // No live (non-zombie) process is left in the session recorded by a run's pid file.
+  static bool session_gone(const fs::path& pid_file) {
+    std::ifstream in(pid_file);
+    std::string sid;
+    in >> sid;
+    if (sid.empty()) return true;
+    auto r = cvs::run_one({{"sh", "-c", "ps -o stat= -s \"$1\" | grep -v '^Z' || true", "ps", sid}, std::chrono::seconds(5), ""});
+    return r.out.empty();
+  }
+
+  fs::path root;
+  ordered_json base;
+};
+
+TEST_F(LauncherE2E, ACompletedRunHasEveryStepAndTheEffectiveConfig) {
+  auto c = config(base);
+  auto cl = cvs::default_cluster();
+  cvs::Launcher l(c, cl, fast());
+  ASSERT_TRUE(l.setup().empty());
+  auto o = l.run(request(c, "ok", 8));
+  ASSERT_TRUE(o.ok) << o.failure;
+  ASSERT_EQ(o.nodes.size(), 1u);
+  EXPECT_EQ(o.nodes[0].scan.steps.size(), 8u);
+  EXPECT_EQ(o.nodes[0].scan.effective_config.at("steps"), "8");
+  EXPECT_TRUE(fs::exists(o.nodes[0].local_log));
+  EXPECT_EQ(fs::file_size(o.nodes[0].local_log), o.nodes[0].scan.bytes) << "the report copy is the whole log";
+  EXPECT_TRUE(fs::exists(root / "LOGS/jaxmaxtext/ok/node-0/training.log"));
+}
+
+TEST_F(LauncherE2E, AMaxTextErrorStopsEveryNodeAndNamesNodeAndLine) {
+  auto j = base;
+  j["train_params"]["maxtext_config"]["model_name"] = "no-such-model";
+  auto c = config(j);
+  auto cl = cvs::local_cluster(2);
+  cvs::Launcher l(c, cl, fast());
+  ASSERT_TRUE(l.setup().empty());
+  auto o = l.run(request(c, "err", 50));
+  EXPECT_FALSE(o.ok);
+  ASSERT_TRUE(o.first_error.has_value()) << o.failure;
+  EXPECT_EQ(o.first_error->pattern_name, "Assertion/JAX traceback");
+  ASSERT_TRUE(o.first_error_node == "local0" || o.first_error_node == "local1") << o.first_error_node;
+  EXPECT_EQ(o.failure.rfind(o.first_error_node + ": error pattern", 0), 0u) << o.failure;
+  EXPECT_NE(o.failure.find("training.log:"), std::string::npos) << "names the log and line: " << o.failure;
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(session_gone(root / ("LOGS/jaxmaxtext/err/node-" + std::to_string(r)) / "pid"));
+}
+
+TEST_F(LauncherE2E, ANanLossFailsTheRun) {
+  auto j = base;
+  j["train_params"]["maxtext_config"]["learning_rate"] = 1.0e12;
+  j["train_params"]["maxtext_config"]["abort_on_nan_loss"] = true;
+  auto c = config(j);
+  auto cl = cvs::default_cluster();
+  cvs::Launcher l(c, cl, fast());
+  ASSERT_TRUE(l.setup().empty());
+  auto o = l.run(request(c, "nan", 30));
+  EXPECT_FALSE(o.ok);
+  EXPECT_TRUE(o.failure.find("NaN") != std::string::npos || o.failure.find("non-finite") != std::string::npos) << o.failure;
+}
+
+TEST_F(LauncherE2E, AKilledNodeIsDetectedAndTheOthersStopped) {
+  auto c = config(base);
+  auto cl = cvs::local_cluster(2);
+  cvs::Launcher l(c, cl, fast());
+  ASSERT_TRUE(l.setup().empty());
+  const fs::path victim = root / "LOGS/jaxmaxtext/kill/node-1/pid";
+  bool killed = false;
+  auto o = l.run(request(c, "kill", 400), [&](const cvs::Progress& p) {
+    if (!killed && p.step >= 1) {
+      std::ifstream in(victim);
+      std::string sid;
+      in >> sid;
+      // The shell builtin: procps' /bin/kill reads "-<n>" as an option, and "-1" is everything.
+      if (!sid.empty() && sid.find_first_not_of("0123456789") == std::string::npos && std::stol(sid) > 1)
+        killed = cvs::run_one({{"sh", "-c", "kill -KILL \"-$1\"", "kill", sid}, std::chrono::seconds(5), ""}).ok();
+    }
+  });
+  ASSERT_TRUE(killed);
+  EXPECT_FALSE(o.ok);
+  EXPECT_NE(o.failure.find("local1"), std::string::npos) << o.failure;
+  EXPECT_TRUE(session_gone(root / "LOGS/jaxmaxtext/kill/node-0/pid")) << "the surviving node was stopped";
+}
+
+TEST_F(LauncherE2E, ThePollBudgetStopsAHungRun) {
+  auto c = config(base);
+  auto cl = cvs::default_cluster();
+  auto p = fast();
+  p.startup_s = 4;
+  p.per_step_s = 0;
+  cvs::Launcher l(c, cl, p);
+  ASSERT_TRUE(l.setup().empty());
+  auto o = l.run(request(c, "hang", 1000));
+  EXPECT_FALSE(o.ok);
+  EXPECT_TRUE(o.timed_out);
+  EXPECT_NE(o.failure.find("poll budget exceeded: 4 s"), std::string::npos) << o.failure;
+  EXPECT_TRUE(session_gone(root / "LOGS/jaxmaxtext/hang/node-0/pid"));
+}
+
+TEST_F(LauncherE2E, AReusedRunNameNeverAppendsToTheOldLog) {
+  auto c = config(base);
+  auto cl = cvs::default_cluster();
+  cvs::Launcher l(c, cl, fast());
+  ASSERT_TRUE(l.setup().empty());
+  auto first = l.run(request(c, "twice", 4));
+  ASSERT_TRUE(first.ok) << first.failure;
+  const auto size = fs::file_size(root / "LOGS/jaxmaxtext/twice/node-0/training.log");
+  auto req = request(c, "twice", 4);
+  req.copy_dir = root / "report" / "twice-again";
+  auto second = l.run(req);
+  EXPECT_FALSE(second.ok);
+  EXPECT_NE(second.failure.find("refusing"), std::string::npos) << second.failure;
+  EXPECT_EQ(fs::file_size(root / "LOGS/jaxmaxtext/twice/node-0/training.log"), size);
+}
+
+TEST_F(LauncherE2E, AMissingTrainScriptFailsSetupWithTheNode) {
+  auto j = base;
+  j["train_params"]["train_script_paths"] = {"/nonexistent/train.py"};
+  auto c = config(j);
+  auto cl = cvs::default_cluster();
+  cvs::Launcher l(c, cl, fast());
+  auto problems = l.setup();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("localhost: none of train_script_paths exists"), std::string::npos) << problems[0];
+}
+
+}  // namespace

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Test-only two-host cluster on this machine: two network namespaces joined by a veth pair,
+# addresses inside the namespaces only (10.231.0.1 and 10.231.0.2, interface cvs0 in each),
+# each with its own sshd (Debian's openssh-server) accepting one throw-away test key. The suite
+# reaches them through ssh's ProxyCommand entering the first namespace.
+#
+#   netns_cluster.sh up DIR     writes DIR/cluster.json, DIR/cluster3.json (plus an unreachable node), DIR/id_ed25519
+#   netns_cluster.sh down DIR
+#   netns_cluster.sh run DIR -- CMD...   up, run CMD with CVS_NETNS_DIR=DIR, down (always)
+# Needs root, iproute2, openssh-server and netcat-openbsd.
+set -euo pipefail
+NS=(cvs-a cvs-b)
+ADDR=(10.231.0.1 10.231.0.2)
+
+up() {
+  local dir=$1
+  mkdir -p "$dir" /run/sshd
+  down "$dir" 2>/dev/null || true
+  ip netns add cvs-a
+  ip netns add cvs-b
+  ip link add cvs0 type veth peer name cvs0b
+  ip link set cvs0 netns cvs-a
+  ip link set cvs0b netns cvs-b
+  ip -n cvs-b link set cvs0b name cvs0
+  for i in 0 1; do
+    ip -n "${NS[$i]}" addr add "${ADDR[$i]}/24" dev cvs0
+    ip -n "${NS[$i]}" link set cvs0 up
+    ip -n "${NS[$i]}" link set lo up
+  done
+  rm -f "$dir/id_ed25519" "$dir/id_ed25519.pub"
+  ssh-keygen -q -t ed25519 -N '' -C cvs-test-only -f "$dir/id_ed25519"
+  for i in 0 1; do
+    local n=${NS[$i]}
+    rm -f "$dir/host_$n"*
+    ssh-keygen -q -t ed25519 -N '' -f "$dir/host_$n"
+    cat > "$dir/sshd_$n.conf" <<CFG
+ListenAddress ${ADDR[$i]}
+Port 22
+HostKey $dir/host_$n
+PidFile $dir/sshd_$n.pid
+AuthorizedKeysFile $dir/id_ed25519.pub
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+StrictModes no
+UsePAM no
+MaxSessions 64
+MaxStartups 64:30:128
+AcceptEnv LANG
+CFG
+    ip netns exec "$n" /usr/sbin/sshd -f "$dir/sshd_$n.conf" -E "$dir/sshd_$n.log"
+  done
+  local proxy="ProxyCommand=ip netns exec cvs-a nc %h %p"
+  cat > "$dir/cluster.json" <<JSON
+{
+  "_comment": "Written by tests/integration/netns_cluster.sh: two test hosts in network namespaces.",
+  "transport": "ssh",
+  "nodes": [
+    {"name": "ns-a", "host": "${ADDR[0]}", "user": "root", "ssh_key": "$dir/id_ed25519"},
+    {"name": "ns-b", "host": "${ADDR[1]}", "user": "root", "ssh_key": "$dir/id_ed25519"}
+  ],
+  "head": "ns-a",
+  "ssh": {"connect_timeout_s": 3, "control_dir": "$dir/ctl", "options": ["$proxy", "UserKnownHostsFile=$dir/known_hosts"]},
+  "overrides": {"container": {"env": {"GLOO_SOCKET_IFNAME": "cvs0"}}}
+}
+JSON
+  cat > "$dir/cluster3.json" <<JSON
+{
+  "transport": "ssh",
+  "nodes": [
+    {"name": "ns-a", "host": "${ADDR[0]}", "user": "root", "ssh_key": "$dir/id_ed25519"},
+    {"name": "ns-b", "host": "${ADDR[1]}", "user": "root", "ssh_key": "$dir/id_ed25519"},
+    {"name": "ns-gone", "host": "10.231.0.3", "user": "root", "ssh_key": "$dir/id_ed25519"}
+  ],
+  "ssh": {"connect_timeout_s": 3, "control_dir": "$dir/ctl", "options": ["$proxy", "UserKnownHostsFile=$dir/known_hosts"]}
+}
+JSON
+  for i in 0 1; do
+    for _ in $(seq 50); do
+      ip netns exec cvs-a nc -z -w 1 "${ADDR[$i]}" 22 2>/dev/null && break
+      sleep 0.1
+    done
+  done
+}
+
+down() {
+  local dir=$1
+  for n in "${NS[@]}"; do
+    if [[ -f "$dir/sshd_$n.pid" ]]; then kill "$(cat "$dir/sshd_$n.pid")" 2>/dev/null || true; fi
+    # every process still inside the namespace (sshd children, test runs) goes too
+    for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+    ip netns del "$n" 2>/dev/null || true
+  done
+  rm -rf "$dir/ctl"
+}
+
+cmd=${1:-}; dir=${2:-}
+[[ -n "$cmd" && -n "$dir" ]] || { echo "usage: $0 up|down|run DIR [-- CMD...]" >&2; exit 2; }
+case "$cmd" in
+  up) up "$dir" ;;
+  down) down "$dir" ;;
+  run)
+    shift 2; [[ "${1:-}" == "--" ]] && shift
+    trap 'down "$dir"' EXIT
+    up "$dir"
+    CVS_NETNS_DIR=$dir "$@"
+    ;;
+  *) echo "usage: $0 up|down|run DIR [-- CMD...]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,247 @@
+// The execution layer's exact argument vectors, the cluster file rules, and the node agent run
+// for real through /bin/sh on this machine.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cvs/cluster.hpp"
+#include "cvs/node_agent.hpp"
+#include "cvs/process.hpp"
+#include "cvs/runtime.hpp"
+#include "cvs/transport.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+using Argv = std::vector<std::string>;
+
+TEST(Runtime, DockerRunArgvMatchesTheSpecExample) {
+  auto c = cvs::test::load_json(cvs::test::spec_example_untagged());
+  auto rt = cvs::make_runtime(c);
+  const Argv a = rt->launch_argv();
+  const Argv head = {"docker", "run", "--detach", "--name", "rocm-jaxmaxtext-llama3.3-70b", "--network", "host",
+                     "--ipc", "host", "--privileged", "--shm-size", "256G", "--ulimit", "nofile=65535:65535"};
+  ASSERT_GE(a.size(), head.size());
+  EXPECT_EQ(Argv(a.begin(), a.begin() + static_cast<long>(head.size())), head);
+  auto has_pair = [&](const std::string& f, const std::string& v) {
+    for (std::size_t i = 0; i + 1 < a.size(); ++i)
+      if (a[i] == f && a[i + 1] == v) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_pair("--volume", "/dev/infiniband:/dev/infiniband"));
+  EXPECT_TRUE(has_pair("--volume", "/home/alice:/home/alice"));
+  EXPECT_TRUE(has_pair("--env", "NCCL_IB_HCA=rdma0,rdma1"));
+  EXPECT_TRUE(has_pair("--env", "XLA_PYTHON_CLIENT_MEM_FRACTION=0.97"));
+  EXPECT_EQ(Argv(a.end() - 4, a.end()), (Argv{"--entrypoint", "sleep", "rocm/jax-training:maxtext-v26.4", "infinity"}));
+  EXPECT_EQ(rt->teardown_argv(), (Argv{"docker", "rm", "--force", "rocm-jaxmaxtext-llama3.3-70b"}));
+  EXPECT_EQ(rt->exec_argv({"python3", "train.py"}, {{"NODE_RANK", "1"}}),
+            (Argv{"docker", "exec", "--env", "NODE_RANK=1", "rocm-jaxmaxtext-llama3.3-70b", "python3", "train.py"}));
+}
+
+TEST(Runtime, PodmanHasTheSameShape) {
+  auto j = cvs::test::spec_example_untagged();
+  j["container"]["runtime"]["name"] = "podman";
+  auto rt = cvs::make_runtime(cvs::test::load_json(j));
+  EXPECT_EQ(rt->launch_argv().front(), "podman");
+  EXPECT_EQ(rt->teardown_argv().front(), "podman");
+}
+
+TEST(Runtime, ValuesWithSpacesAndQuotesStayOneArgument) {
+  auto j = cvs::test::spec_example_untagged();
+  j["container"]["env"]["WEIRD"] = "a b'c\"; rm -rf /";
+  auto rt = cvs::make_runtime(cvs::test::load_json(j));
+  const Argv a = rt->launch_argv();
+  EXPECT_NE(std::find(a.begin(), a.end(), "WEIRD=a b'c\"; rm -rf /"), a.end());
+}
+
+TEST(Runtime, LocalRuntimeRunsThroughEnvWithContainerEnvFirst) {
+  cvs::Container c;
+  c.runtime = "local";
+  c.env = {{"JAX_PLATFORMS", "cpu"}};
+  cvs::LocalRuntime rt(c);
+  EXPECT_TRUE(rt.launch_argv().empty());
+  EXPECT_EQ(rt.exec_argv({"python3", "-V"}, {{"NODE_RANK", "0"}}),
+            (Argv{"env", "JAX_PLATFORMS=cpu", "NODE_RANK=0", "python3", "-V"}));
+}
+
+TEST(Cluster, DefaultIsOneLocalNode) {
+  auto c = cvs::default_cluster();
+  ASSERT_EQ(c.nodes.size(), 1u);
+  EXPECT_EQ(c.nodes[0].host, "localhost");
+  EXPECT_EQ(c.nodes[0].transport, "local");
+}
+
+TEST(Cluster, ParsesNodesHeadAndSsh) {
+  auto c = cvs::parse_cluster(R"({"nodes": ["gpu-01", {"name": "n2", "host": "10.0.0.2", "user": "ops", "ssh_key": "/k", "port": 2222}],
+                                  "head": "n2", "ssh": {"connect_timeout_s": 3}})",
+                              "c.json");
+  ASSERT_EQ(c.nodes.size(), 2u);
+  EXPECT_EQ(c.nodes[0].name, "gpu-01");
+  EXPECT_EQ(c.nodes[0].transport, "ssh");
+  EXPECT_EQ(c.head, 1u);
+  EXPECT_EQ(c.coordinator_address, "10.0.0.2");
+  EXPECT_EQ(c.ssh.connect_timeout_s, 3);
+}
+
+TEST(Cluster, ErrorsCarryPointers) {
+  auto issues_of = [](const std::string& text) {
+    try {
+      cvs::parse_cluster(text, "c.json");
+    } catch (const cvs::ConfigError& e) {
+      return e.issues();
+    }
+    return std::vector<cvs::ConfigIssue>{};
+  };
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": []})"), "/nodes", "non-empty"));
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a", "a"]})"), "/nodes/1/name", "twice"));
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "head": "b"})"), "/head", "not the name"));
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": [{"host": "a", "port": 0}]})"), "/nodes/0/port", "port"));
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": [{"host": "10.1.1.1", "transport": "local"}]})"),
+                                   "/nodes/0/transport", "not this machine"));
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["gpu-01", "gpu-02"], "coordinator_address": "127.0.0.1"})"),
+                                   "/coordinator_address", "never rendezvous"));
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "nodez": 1})"), "/nodez", "unknown key"));
+}
+
+TEST(Cluster, OverridesMergeOntoTheConfig) {
+  auto dir = fs::temp_directory_path() / ("cvs_ovr_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(cvs::test::data("configs/mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json"),
+                dir / "mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json");
+  std::ofstream(dir / "c.json") << cvs::test::spec_example_untagged().dump();
+  auto cl = cvs::parse_cluster(R"({"nodes": ["a"], "overrides": {"gpus_per_node": 4, "container": {"env": {"NCCL_IB_HCA": "mlx5_0"}}}})",
+                               "cl.json");
+  auto c = cvs::load_config_for_cluster(dir / "c.json", cl, {.user = "bob"});
+  EXPECT_EQ(c.gpus_per_node, 4);
+  bool found = false;
+  for (const auto& [k, v] : c.container.env) found |= k == "NCCL_IB_HCA" && v == "mlx5_0";
+  EXPECT_TRUE(found);
+  fs::remove_all(dir);
+}
+
+TEST(Transport, SshArgvUsesBatchModeControlMasterAndOneQuotedCommand) {
+  cvs::Cluster cl = cvs::parse_cluster(R"({"nodes": [{"host": "gpu-01", "user": "ops", "ssh_key": "/k", "port": 2222}]})", "c");
+  cvs::Transport t(cl);
+  auto a = t.wrap(cl.nodes[0], {"echo", "a b", "it's"});
+  EXPECT_EQ(a.front(), "ssh");
+  auto has = [&](const std::string& s) { return std::find(a.begin(), a.end(), s) != a.end(); };
+  EXPECT_TRUE(has("BatchMode=yes"));
+  EXPECT_TRUE(has("ControlMaster=auto"));
+  EXPECT_TRUE(has("ConnectTimeout=10"));
+  EXPECT_TRUE(has("2222"));
+  EXPECT_TRUE(has("ops"));
+  EXPECT_EQ(a[a.size() - 3], "gpu-01");
+  EXPECT_EQ(a[a.size() - 2], "--");
+  EXPECT_EQ(a.back(), "echo 'a b' 'it'\\''s'");
+  // The remote shell splits the quoted command back into exactly the original words.
+  auto r = cvs::run_one({{"sh", "-c", "printf '[%s]' " + a.back().substr(5)}, std::chrono::seconds(5), "", 1 << 16});
+  EXPECT_EQ(r.out, "[a b][it's]");
+}
+
+TEST(Process, FanOutRunsConcurrentlyAndKeepsPerCommandResults) {
+  std::vector<cvs::ProcRequest> reqs;
+  for (int i = 0; i < 8; ++i)
+    reqs.push_back({{"sh", "-c", "sleep 0.5; echo out$0; echo err$0 >&2; exit $0", std::to_string(i)},
+                    std::chrono::seconds(10), "n" + std::to_string(i)});
+  const auto t0 = std::chrono::steady_clock::now();
+  auto rs = cvs::run_all(reqs);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 3.0) << "8 x 0.5 s must overlap";
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(rs[i].label, "n" + std::to_string(i));
+    EXPECT_EQ(rs[i].exit_code, i);
+    EXPECT_EQ(rs[i].out, "out" + std::to_string(i) + "\n");
+    EXPECT_EQ(rs[i].err, "err" + std::to_string(i) + "\n");
+  }
+}
+
+TEST(Process, TimeoutKillsAndIsReported) {
+  auto r = cvs::run_one({{"sleep", "30"}, std::chrono::milliseconds(300), "slow"});
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_FALSE(r.ok());
+  EXPECT_LT(r.seconds, 5.0);
+}
+
+TEST(Process, MissingProgramIsASpawnErrorNotAThrow) {
+  auto r = cvs::run_one({{"no-such-program-cvs"}, std::chrono::seconds(5), "x"});
+  EXPECT_FALSE(r.spawn_error.empty());
+  EXPECT_NE(r.describe().find("could not start"), std::string::npos);
+}
+
+class NodeAgent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("cvs_agent_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  cvs::ProcResult run(const Argv& a) { return cvs::run_one({a, std::chrono::seconds(20), "t"}); }
+  fs::path dir;
+};
+
+TEST_F(NodeAgent, StartPollAndExitCode) {
+  const auto log = (dir / "r/node-0/training.log").string(), rc = (dir / "r/node-0/rc").string(),
+             pid = (dir / "r/node-0/pid").string();
+  ASSERT_TRUE(run(cvs::agent::start_detached(log, rc, pid, {"sh", "-c", "echo one; echo two; exit 3"})).ok());
+  cvs::agent::PollReply p;
+  for (int i = 0; i < 50; ++i) {
+    auto r = run(cvs::agent::poll(log, rc, pid, 0, 1 << 20));
+    ASSERT_TRUE(r.ok()) << r.describe();
+    p = *cvs::agent::parse_poll_reply(r.out);
+    if (p.state == "exited") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(p.state, "exited");
+  EXPECT_EQ(p.exit_code, 3);
+  EXPECT_EQ(p.data, "one\ntwo\n");
+  auto tail = *cvs::agent::parse_poll_reply(run(cvs::agent::poll(log, rc, pid, 4, 1 << 20)).out);
+  EXPECT_EQ(tail.data, "two\n") << "resumes from the byte offset";
+}
+
+TEST_F(NodeAgent, RefusesToAppendToAnExistingLog) {
+  const auto log = (dir / "training.log").string();
+  std::ofstream(log) << "old run\n";
+  auto r = run(cvs::agent::start_detached(log, (dir / "rc").string(), (dir / "pid").string(), {"true"}));
+  EXPECT_EQ(r.exit_code, 17);
+  EXPECT_NE(r.err.find("refusing"), std::string::npos);
+  std::ifstream in(log);
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(s, "old run\n");
+}
+
+TEST_F(NodeAgent, StopKillsTheWholeSessionAndPollSaysGone) {
+  const auto log = (dir / "training.log").string(), rc = (dir / "rc").string(), pid = (dir / "pid").string();
+  ASSERT_TRUE(run(cvs::agent::start_detached(log, rc, pid, {"sh", "-c", "sleep 300 & sleep 300"})).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(cvs::agent::parse_poll_reply(run(cvs::agent::poll(log, rc, pid, 0, 100)).out)->state, "running");
+  ASSERT_TRUE(run(cvs::agent::stop(pid, 2)).ok());
+  auto p = *cvs::agent::parse_poll_reply(run(cvs::agent::poll(log, rc, pid, 0, 100)).out);
+  EXPECT_TRUE(p.state == "gone" || p.state == "exited") << p.state;
+  std::ifstream pf(pid);
+  std::string sid;
+  pf >> sid;
+  auto left = run({"sh", "-c", "ps -o stat= -s \"$1\" | grep -v '^Z' || true", "ps", sid});
+  EXPECT_EQ(left.out, "") << "no live process of the session survives";
+}
+
+TEST_F(NodeAgent, WriteFileKeepsQuotesAndRefusesOverwrite) {
+  const auto p = (dir / "a b/x.yml").string();
+  const std::string content = "model_name: \"it's $HOME `x`\"\n";
+  ASSERT_TRUE(run(cvs::agent::write_file(p, content, false)).ok());
+  std::ifstream in(p);
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(s, content);
+  EXPECT_EQ(run(cvs::agent::write_file(p, "new", false)).exit_code, 17);
+}
+
+TEST_F(NodeAgent, StopRefusesACorruptPidFileInsteadOfSignallingEverything) {
+  for (const char* bad : {"1", "0", "", "12ab", "-1"}) {
+    std::ofstream(dir / "pid") << bad;
+    auto r = run(cvs::agent::stop((dir / "pid").string(), 1));
+    EXPECT_EQ(r.exit_code, 1) << "pid file '" << bad << "': " << r.describe();
+  }
+}
