@@ -294,27 +294,42 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
         no.last_step_seconds = sr.steps.back().seconds.value_or(0.0);
       }
     }
-    // Errors first: the first error-pattern match on any node stops every node.
-    if (failure.empty()) {
-      for (std::size_t r = 0; r < n && failure.empty(); ++r) {
-        const auto& sr = scanners[r]->result();
-        if (const auto* e = sr.first_error()) {
+    // Every node's problem of this poll, most causal first: a node that is unreachable, gone or
+    // exited non-zero usually explains the collective errors its peers print right after.
+    std::vector<std::string> dead, errors;
+    if (!failure.empty()) dead.push_back(failure);
+    for (std::size_t r = 0; r < n; ++r) {
+      const auto& no = out.nodes[r];
+      if (no.state == "gone")
+        dead.push_back(no.node + ": the training process is gone without an exit code (killed?); last step " +
+                       (no.last_step ? std::to_string(*no.last_step) : std::string("none")) + ", log " + logs[r]);
+      else if (no.state == "exited" && no.exit_code != 0) {
+        copies[r]->flush();
+        dead.push_back(no.node + ": training exited with code " + std::to_string(no.exit_code) + "; last lines of " +
+                       logs[r] + ":\n" + last_lines(read_text(no.local_log), 5));
+      }
+      const auto& sr = scanners[r]->result();
+      if (const auto* e = sr.first_error()) {
+        if (!out.first_error) {
           out.first_error = *e;
-          out.first_error_node = out.nodes[r].node;
-          failure = out.nodes[r].node + ": error pattern '" + e->pattern_name + "' at " + logs[r] + ":" +
-                    std::to_string(e->line_no) + ": " + e->line;
-        } else if (sr.abort) {
-          failure = out.nodes[r].node + ": MaxText aborted training on a " + *sr.abort + " loss";
-        } else {
-          for (const auto& s : sr.steps)
-            if (!std::isfinite(s.loss)) {
-              failure = out.nodes[r].node + ": non-finite loss (" + std::to_string(s.loss) + ") at step " +
-                        std::to_string(s.step);
-              break;
-            }
+          out.first_error_node = no.node;
         }
+        errors.push_back(no.node + ": error pattern '" + e->pattern_name + "' at " + logs[r] + ":" +
+                         std::to_string(e->line_no) + ": " + e->line);
+      } else if (sr.abort) {
+        errors.push_back(no.node + ": MaxText aborted training on a " + *sr.abort + " loss");
+      } else {
+        for (const auto& st : sr.steps)
+          if (!std::isfinite(st.loss)) {
+            errors.push_back(no.node + ": non-finite loss (" + std::to_string(st.loss) + ") at step " +
+                             std::to_string(st.step));
+            break;
+          }
       }
     }
+    failure.clear();
+    for (const auto* list : {&dead, &errors})
+      for (const auto& m : *list) failure += (failure.empty() ? "" : "; ") + m;
     if (progress) {
       Progress p;
       p.label = req.label;
@@ -344,16 +359,8 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
       return fail(failure);
     }
     bool all_exited = true;
-    for (std::size_t r = 0; r < n; ++r) {
-      const auto& no = out.nodes[r];
-      if (no.state == "gone") {
-        stop_all();
-        finish_scans();
-        return fail(no.node + ": the training process is gone without an exit code (killed?); last step " +
-                    (no.last_step ? std::to_string(*no.last_step) : std::string("none")) + ", log " + logs[r]);
-      }
+    for (const auto& no : out.nodes)
       if (no.state != "exited") all_exited = false;
-    }
     if (all_exited && (!more_pending || drained_once)) {
       finish_scans();
       for (std::size_t r = 0; r < n; ++r) {

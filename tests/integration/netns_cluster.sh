@@ -22,12 +22,18 @@ up() {
   ip link set cvs0 netns cvs-a
   ip link set cvs0b netns cvs-b
   ip -n cvs-b link set cvs0b name cvs0
+  # JAX's Gloo CPU collectives advertise the address the host name resolves to: inside each
+  # namespace it must be that namespace's address (ip netns exec bind-mounts /etc/netns/NAME/hosts).
+  for i in 0 1; do
+    mkdir -p "/etc/netns/${NS[$i]}"
+    printf '127.0.0.1 localhost\n%s %s\n' "${ADDR[$i]}" "$(hostname)" > "/etc/netns/${NS[$i]}/hosts"
+  done
   for i in 0 1; do
     ip -n "${NS[$i]}" addr add "${ADDR[$i]}/24" dev cvs0
     ip -n "${NS[$i]}" link set cvs0 up
     ip -n "${NS[$i]}" link set lo up
   done
-  rm -f "$dir/id_ed25519" "$dir/id_ed25519.pub"
+  rm -f "$dir/id_ed25519" "$dir/id_ed25519.pub" "$dir/known_hosts"
   ssh-keygen -q -t ed25519 -N '' -C cvs-test-only -f "$dir/id_ed25519"
   for i in 0 1; do
     local n=${NS[$i]}
@@ -90,6 +96,7 @@ down() {
     # every process still inside the namespace (sshd children, test runs) goes too
     for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
     ip netns del "$n" 2>/dev/null || true
+    rm -rf "/etc/netns/$n"
   done
   rm -rf "$dir/ctl"
 }

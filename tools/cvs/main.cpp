@@ -18,6 +18,8 @@ commands:
   config copy NAME [DIR]      copy a shipped config and its threshold file(s) side by side (never overwrites)
   run SUITE [--config FILE] [--cluster FILE] [--output DIR] [gtest flags]
                               run jaxmaxtext_single or jaxmaxtext_distributed; prints where the report is
+  report RESULTS.json [--out FILE]
+                              render the HTML report of a session from its results.json
   metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE]
                               print the metrics of MaxText training logs as JSON
 
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
     if (cmd == "config") return cvs::cli::cmd_config(args);
     if (cmd == "metrics") return cvs::cli::cmd_metrics(args);
     if (cmd == "run") return cvs::cli::cmd_run(args);
+    if (cmd == "report") return cvs::cli::cmd_report(args);
     std::cerr << "cvs: unknown command '" << cmd << "'\n" << kUsage;
     return cvs::cli::kExitUsage;
   } catch (const cvs::ConfigError& e) {

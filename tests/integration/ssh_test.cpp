@@ -1,0 +1,112 @@
+// The ssh transport against two real sshd test hosts in network namespaces (set up by
+// tests/integration/netns_cluster.sh, which ctest runs around this binary).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cvs/cluster.hpp"
+#include "cvs/launch.hpp"
+#include "cvs/maxtext_yaml.hpp"
+#include "cvs/transport.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace {
+
+class SshNetns : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* d = std::getenv("CVS_NETNS_DIR");
+    ASSERT_NE(d, nullptr) << "run through tests/integration/netns_cluster.sh run DIR -- (ctest -L integration does)";
+    dir = d;
+    cluster = cvs::load_cluster(dir / "cluster.json");
+    root = fs::temp_directory_path() / ("cvs_ssh_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root);
+    std::ifstream in(std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_distributed.json");
+    auto j = ordered_json::parse(in);
+    j["paths"]["shared_fs"] = root.string();
+    j["paths"]["temp_dir"] = (root / "tmp").string();
+    j.merge_patch(cluster.overrides);
+    cfg = cvs::load_config_text(j.dump(), std::string(CVS_SOURCE_ROOT) + "/configs/ssh.json",
+                                {.user = "", .require_threshold_file = false});
+  }
+  void TearDown() override { fs::remove_all(root); }
+  static cvs::PollPolicy fast() {
+    cvs::PollPolicy p;
+    p.interval = std::chrono::milliseconds(500);
+    p.startup_s = 300;
+    p.per_step_s = 30;
+    return p;
+  }
+  fs::path dir, root;
+  cvs::Cluster cluster;
+  cvs::SuiteConfig cfg;
+};
+
+TEST_F(SshNetns, FanOutReachesEachHostAtItsOwnAddress) {
+  cvs::Transport t(cluster);
+  std::vector<std::vector<std::string>> cmd(2, {"sh", "-c", "echo $SSH_CONNECTION"});
+  auto rs = cvs::fan_out(t, cmd, std::chrono::seconds(30));
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_TRUE(rs[0].ok()) << rs[0].describe();
+  EXPECT_TRUE(rs[1].ok()) << rs[1].describe();
+  EXPECT_NE(rs[0].out.find(" 10.231.0.1 22"), std::string::npos) << rs[0].out;
+  EXPECT_NE(rs[1].out.find(" 10.231.0.2 22"), std::string::npos) << rs[1].out;
+  EXPECT_EQ(rs[0].label, "ns-a");
+}
+
+TEST_F(SshNetns, EachRankGetsItsOwnLauncherEnv) {
+  cvs::Launcher l(cfg, cluster, fast());
+  std::vector<std::vector<std::string>> per_node;
+  for (std::size_t r = 0; r < 2; ++r)
+    per_node.push_back(l.runtime().exec_argv(
+        {"sh", "-c", "echo \"$NODE_RANK $NNODES $JAX_COORDINATOR_IP $JAX_PROCESS_INDEX $JOB_COMPLETION_INDEX $GLOO_SOCKET_IFNAME\""},
+        l.node_env(r)));
+  auto rs = cvs::fan_out(l.transport(), per_node, std::chrono::seconds(30));
+  EXPECT_EQ(rs[0].out, "0 2 10.231.0.1 0 0 cvs0\n") << rs[0].describe();
+  EXPECT_EQ(rs[1].out, "1 2 10.231.0.1 1 1 cvs0\n") << rs[1].describe();
+}
+
+TEST_F(SshNetns, AnUnreachableThirdNodeFailsFastWithItsName) {
+  auto c3 = cvs::load_cluster(dir / "cluster3.json");
+  cvs::Launcher l(cfg, c3, fast());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto problems = l.setup();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(problems.size(), 1u) << (problems.empty() ? "" : problems[0]);
+  EXPECT_EQ(problems[0].rfind("ns-gone: ", 0), 0u) << problems[0];
+  EXPECT_LT(secs, 20.0) << "the 3 s connect timeout bounds it; never hangs";
+}
+
+TEST_F(SshNetns, AKilledNodeIsDetectedAndTheOtherStopped) {
+  cvs::Launcher l(cfg, cluster, fast());
+  ASSERT_TRUE(l.setup().empty());
+  cvs::RunRequest req;
+  req.run_name = "sshkill";
+  req.label = "sshkill";
+  req.steps = 400;
+  req.maxtext_config = cvs::sweep_maxtext_config(cfg, cfg.runs.front(), "sshkill", cfg.paths.log_dir + "/sshkill/maxtext");
+  req.maxtext_config["steps"] = 400;
+  req.copy_dir = root / "report";
+  const std::string victim_pid = cfg.paths.log_dir + "/sshkill/node-1/pid";
+  bool killed = false;
+  auto o = l.run(req, [&](const cvs::Progress& p) {
+    if (killed || p.step < 1) return;
+    // Kill node ns-b's whole training session from its own shell, over ssh.
+    auto rs = cvs::run_one({l.transport().wrap(cluster.nodes[1], {"sh", "-c", "p=$(cat \"$1\") && [ \"$p\" -gt 1 ] && kill -KILL \"-$p\"", "k", victim_pid}),
+                            std::chrono::seconds(20), "kill"});
+    killed = rs.ok();
+  });
+  ASSERT_TRUE(killed);
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.failure.rfind("ns-b: ", 0), 0u) << o.failure;
+  EXPECT_EQ(o.nodes[1].state, "gone");
+}
+
+}  // namespace

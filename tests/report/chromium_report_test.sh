@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Renders the HTML report of a real CPU session (tests/data/results) with `cvs report`, loads it
+# in headless Chromium, checks that it rendered (title, verdict, tables, inline SVG plots, no
+# console errors, no network request) and saves a screenshot in the test output folder.
+#   chromium_report_test.sh CVS_BINARY RESULTS_JSON OUT_DIR
+set -euo pipefail
+cvs=$1; results=$2; out=$3
+mkdir -p "$out"
+html="$out/report.html"
+"$cvs" report "$results" --out "$html" >/dev/null
+browser=$(command -v chromium || command -v chromium-browser || true)
+[[ -n "$browser" ]] || { echo "FAIL: chromium not installed (tools/setup installs it)"; exit 1; }
+flags=(--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --user-data-dir="$out/profile")
+# --dump-dom prints the DOM after load; --enable-logging=stderr surfaces console errors.
+"$browser" "${flags[@]}" --enable-logging=stderr --v=0 --dump-dom "file://$html" >"$out/dom.html" 2>"$out/console.log"
+fail() { echo "FAIL: $*"; exit 1; }
+grep -q '<title>jaxmaxtext_single PASS</title>' "$out/dom.html" || fail "title missing"
+grep -q 'jaxmaxtext_single: PASS' "$out/dom.html" || fail "verdict header missing"
+[[ $(grep -o '<svg' "$out/dom.html" | wc -l) -ge 4 ]] || fail "expected a loss curve and a step-time plot per sweep"
+[[ $(grep -o '<polyline class="loss"' "$out/dom.html" | wc -l) -ge 2 ]] || fail "loss curves missing"
+grep -q 'training.tokens_per_sec_per_gpu' "$out/dom.html" || fail "metric table missing"
+if grep -E 'CONSOLE|Uncaught|ERR_FILE_NOT_FOUND|net::ERR' "$out/console.log" | grep -v dbus; then fail "console errors"; fi
+if grep -Eo '(src|href)="https?://' "$html"; then fail "the report must not load anything from the network"; fi
+"$browser" "${flags[@]}" --hide-scrollbars --window-size=1280,2200 --screenshot="$out/report.png" "file://$html" 2>/dev/null
+[[ -s "$out/report.png" ]] || fail "no screenshot"
+[[ $(head -c 8 "$out/report.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "screenshot is not a PNG"
+echo "report rendered; screenshot $out/report.png"
+echo "1 passed, 0 failed"
