@@ -21,7 +21,8 @@ constexpr const char* kHelp = R"(suite options (besides gtest's --gtest_filter, 
   --config FILE           suite config (default: configs/cpu_jaxmaxtext_tiny_single.json for jaxmaxtext_single)
   --cluster FILE          cluster file (default: one local node)
   --output DIR            report folder (default: cvs-results/<suite>-<UTC time>; never reused)
-  --baseline FILE         an earlier results.json to compare against
+  --baseline FILE         an earlier results.json: the report gets a comparison section
+  --baseline-tolerance-pct P   regression tolerance for --baseline (default 5)
   --quiet                 no progress lines while training
   --poll-interval-s S     seconds between polls of the node logs (default 5)
   --startup-budget-s S    poll budget = startup + steps x per-step (default 1800)
@@ -51,6 +52,7 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
       else if (is("--cluster")) opts.cluster = value();
       else if (is("--output")) opts.output = value();
       else if (is("--baseline")) opts.baseline = value();
+      else if (is("--baseline-tolerance-pct")) opts.baseline_tolerance_pct = std::stod(value());
       else if (a == "--quiet") opts.quiet = true;
       else if (is("--poll-interval-s")) opts.policy.interval = std::chrono::milliseconds(static_cast<long>(std::stod(value()) * 1000));
       else if (is("--startup-budget-s")) opts.policy.startup_s = std::stod(value());

@@ -415,7 +415,7 @@ void read_container(const OrderedJson& root, Reader& rd, IssueList& issues, Cont
         const std::string A = P + "/runtime/args";
         rd.unknown_keys(*a, A,
                         {"network", "ipc", "privileged", "shm-size", "ulimit", "volumes", "devices", "group-add",
-                         "cap-add", "security-opt"},
+                         "cap-add", "security-opt", "gpus"},
                         "container.runtime.args");
         rd.str(*a, "network", A, c.args.network);
         rd.str(*a, "ipc", A, c.args.ipc);
@@ -427,6 +427,7 @@ void read_container(const OrderedJson& root, Reader& rd, IssueList& issues, Cont
         rd.str_list(*a, "group-add", A, c.args.group_add);
         rd.str_list(*a, "cap-add", A, c.args.cap_add);
         rd.str_list(*a, "security-opt", A, c.args.security_opt);
+        rd.str(*a, "gpus", A, c.args.gpus);
       }
     } else {
       issues.add(P + "/runtime", "runtime must be an object {name, args} or a runtime name",

@@ -41,6 +41,7 @@ struct RuntimeArgs {
   std::vector<std::string> group_add; // --group-add (each)
   std::vector<std::string> cap_add;   // --cap-add (each)
   std::vector<std::string> security_opt;  // --security-opt (each)
+  std::string gpus;                   // --gpus (NVIDIA container toolkit), e.g. "all"
 };
 
 struct Container {

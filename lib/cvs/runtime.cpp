@@ -15,6 +15,7 @@ std::vector<std::string> ContainerRuntime::launch_argv() const {
   for (const auto& g : a.group_add) v.insert(v.end(), {"--group-add", g});
   for (const auto& cap : a.cap_add) v.insert(v.end(), {"--cap-add", cap});
   for (const auto& s : a.security_opt) v.insert(v.end(), {"--security-opt", s});
+  if (!a.gpus.empty()) v.insert(v.end(), {"--gpus", a.gpus});
   for (const auto& [k, val] : c_.env) v.insert(v.end(), {"--env", k + "=" + val});
   v.insert(v.end(), {"--entrypoint", "sleep", c_.image, "infinity"});
   return v;

@@ -208,6 +208,26 @@ std::string render_html(const ordered_json& r) {
       h << "<tr><th>" << k << "</th><td class=\"num\">" << val(c.value(k, ordered_json())) << "</td></tr>";
     h << "</table></section>";
   }
+  if (r.contains("baseline_comparison")) {
+    const auto& b = r["baseline_comparison"];
+    h << "<section><h2>Compared with the baseline</h2>";
+    if (b.contains("error")) {
+      h << "<div class=\"err\">" << html_escape(b.value("baseline", std::string())) << ": "
+        << html_escape(b["error"].get<std::string>()) << "</div>";
+    } else {
+      h << "<p>" << html_escape(b.value("baseline", std::string())) << " (" << html_escape(b.value("baseline_started_at", std::string()))
+        << "), tolerance " << val(b["tolerance_pct"]) << "%: " << badge(b.value("regression", false) ? "FAIL" : "PASS")
+        << (b.value("regression", false) ? " regression" : " no regression") << "</p><table><tr><th>Sweep</th><th>Metric</th><th>Old</th><th>New</th><th>Delta %</th><th></th></tr>";
+      for (const auto& d : b["deltas"])
+        h << "<tr><td><code>" << html_escape(d["sweep"].get<std::string>()) << "</code></td><td><code>"
+          << html_escape(d["metric"].get<std::string>()) << "</code></td><td class=\"num\">" << val(d["old"]) << "</td><td class=\"num\">"
+          << val(d["new"]) << "</td><td class=\"num\">" << val(d["delta_pct"]) << "</td><td>"
+          << (d.value("regression", false) ? badge("FAIL") : std::string()) << "</td></tr>";
+      h << "</table>";
+      for (const auto& n : b["notes"]) h << "<p class=\"muted\">" << html_escape(n.get<std::string>()) << "</p>";
+    }
+    h << "</section>";
+  }
   h << "<section><h2>Config and cluster</h2><table>";
   for (auto it = cfg.begin(); it != cfg.end(); ++it) h << "<tr><th>" << html_escape(it.key()) << "</th><td>" << val(it.value()) << "</td></tr>";
   h << "<tr><th>nodes</th><td>";

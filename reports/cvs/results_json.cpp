@@ -4,7 +4,9 @@
 #include <ctime>
 #include <filesystem>
 
+#include "cvs/compare.hpp"
 #include "cvs/process.hpp"
+#include <fstream>
 #include "cvs/sweep.hpp"
 
 namespace fs = std::filesystem;
@@ -132,6 +134,7 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
         sj["parallelism"][m.key()] = m.value();
     sj["run"] = run_json(sr.outcome, base);
     sj["metrics_error"] = sr.metrics_error;
+    sj["metrics_source"] = sr.metrics_source;
     ordered_json metrics = ordered_json::object();
     ordered_json curve = ordered_json::array(), sampled = ordered_json::array(), times = ordered_json::array();
     ordered_json notes = ordered_json::array();
@@ -201,6 +204,18 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
                               {"phase2", ck.phase2.nodes.empty() ? ordered_json(nullptr) : run_json(ck.phase2, base)}};
   }
   r["stages"] = stages;
+  if (!s.opts.baseline.empty()) {
+    try {
+      std::ifstream in(s.opts.baseline);
+      const auto old = ordered_json::parse(in);
+      auto cmp = to_json(compare_results(old, r, s.opts.baseline_tolerance_pct), s.opts.baseline_tolerance_pct);
+      cmp["baseline"] = fs::absolute(s.opts.baseline).string();
+      cmp["baseline_started_at"] = old.value("started_at", std::string());
+      r["baseline_comparison"] = cmp;
+    } catch (const std::exception& e) {
+      r["baseline_comparison"] = {{"baseline", s.opts.baseline.string()}, {"error", e.what()}};
+    }
+  }
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cvs/cluster.hpp"
 #include "cvs/launch.hpp"
@@ -52,14 +53,19 @@ class LauncherE2E : public ::testing::Test {
     p.per_step_s = 30;
     return p;
   }
-  // No live (non-zombie) process is left in the session recorded by a run's pid file.
+  // No live (non-zombie) process is left in the session recorded by a run's pid file, within a
+  // few seconds (a SIGKILLed multi-threaded python takes a moment to finish exiting).
   static bool session_gone(const fs::path& pid_file) {
     std::ifstream in(pid_file);
     std::string sid;
     in >> sid;
     if (sid.empty()) return true;
-    auto r = cvs::run_one({{"sh", "-c", "ps -o stat= -s \"$1\" | grep -v '^Z' || true", "ps", sid}, std::chrono::seconds(5), ""});
-    return r.out.empty();
+    for (int i = 0; i < 50; ++i) {
+      auto r = cvs::run_one({{"sh", "-c", "ps -o stat= -s \"$1\" | grep -v '^Z' || true", "ps", sid}, std::chrono::seconds(5), ""});
+      if (r.out.empty()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
   }
 
   fs::path root;

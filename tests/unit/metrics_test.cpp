@@ -4,6 +4,7 @@
 
 #include "cvs/logscan.hpp"
 #include "cvs/metrics.hpp"
+#include "cvs/metrics_file.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -117,4 +118,31 @@ TEST(Metrics, FromTheRealCpuLog) {
   EXPECT_EQ(*m.get("loss_decreased"), 1.0);
   EXPECT_EQ(m.step_times_s.size(), 10u);  // 12 steps - 2 warm-up
   EXPECT_GT(*m.get("tokens_per_sec_per_gpu"), 0);
+}
+
+TEST(MetricsFile, RealFileMatchesTheLogLinesOfTheSameRun) {
+  auto rows = cvs::parse_metrics_file(cvs::test::read_file(cvs::test::data("logs/cpu_8steps_metrics_file.jsonl")), "m.jsonl");
+  auto log = cvs::scan_log_file(cvs::test::data("logs/cpu_8steps_with_metrics_file.log"), cvs::default_error_patterns());
+  ASSERT_EQ(rows.size(), 8u);
+  ASSERT_EQ(log.steps.size(), 8u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].step, log.steps[i].step);
+    EXPECT_NEAR(rows[i].loss, log.steps[i].loss, 5e-4) << "the log prints 3 decimals";
+    EXPECT_NEAR(*rows[i].seconds, *log.steps[i].seconds, 5e-4);
+  }
+}
+
+TEST(MetricsFile, BareNanAndProcessDuplicatesAndBlendedRuns) {
+  const std::string two_procs =
+      "{\"learning/loss\": 6.5, \"perf/step_time_seconds\": 1.0, \"step\": 0.0, \"run_name\": \"NaN run\"}\n"
+      "{\"learning/loss\": 6.5, \"perf/step_time_seconds\": 1.0, \"step\": 0.0, \"run_name\": \"NaN run\"}\n"
+      "{\"learning/loss\": NaN, \"perf/step_time_seconds\": Infinity, \"step\": 1.0, \"run_name\": \"NaN run\"}\n"
+      "{\"eval/avg_loss\": 3.0, \"step\": 1.0}\n";
+  auto rows = cvs::parse_metrics_file(two_procs, "m");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(std::isnan(rows[1].loss));
+  EXPECT_TRUE(std::isinf(*rows[1].seconds));
+  EXPECT_THROW(cvs::parse_metrics_file("{\"learning/loss\": 6.5, \"step\": 0.0}\n{\"learning/loss\": 6.4, \"step\": 0.0}\n", "m"),
+               cvs::MetricsError);
+  EXPECT_THROW(cvs::parse_metrics_file("not json\n", "m"), cvs::MetricsError);
 }

@@ -5,6 +5,9 @@
 #include "cvs/config.hpp"
 #include "cvs/logscan.hpp"
 #include "cvs/metrics.hpp"
+#include "cvs/metrics_file.hpp"
+#include <fstream>
+#include <sstream>
 
 namespace cvs::cli {
 
@@ -12,6 +15,7 @@ int cmd_metrics(const Args& args) {
   std::vector<std::string> logs;
   MetricsContext ctx;
   std::vector<ErrorPattern> patterns = default_error_patterns();
+  std::string metrics_file;
   for (std::size_t i = 0; i < args.size(); ++i) {
     auto need = [&](const char* flag) -> std::string {
       if (i + 1 >= args.size()) throw std::invalid_argument(std::string(flag) + " needs a value");
@@ -21,6 +25,8 @@ int cmd_metrics(const Args& args) {
       ctx.num_nodes = std::stoi(need("--nodes"));
     } else if (args[i] == "--gpus-per-node") {
       ctx.gpus_per_node = std::stoi(need("--gpus-per-node"));
+    } else if (args[i] == "--metrics-file") {
+      metrics_file = need("--metrics-file");
     } else if (args[i] == "--config") {
       auto cfg = load_config(need("--config"), {.user = "", .require_threshold_file = false});
       ctx.scaling_baseline = cfg.scaling_baseline;
@@ -36,7 +42,7 @@ int cmd_metrics(const Args& args) {
     }
   }
   if (logs.empty()) {
-    std::cerr << "usage: cvs metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE]\n";
+    std::cerr << "usage: cvs metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE] [--metrics-file FILE]\n";
     return kExitUsage;
   }
   if (ctx.num_nodes < 1 || ctx.gpus_per_node < 1) {
@@ -53,14 +59,26 @@ int cmd_metrics(const Args& args) {
       errors.push_back({{"log", log}, {"pattern", e.pattern_name}, {"line_no", e.line_no}, {"line", e.line}});
     if (!primary) primary = std::move(r);
   }
-  check_step_series(primary->steps, logs.front());
-  RunMetrics m = compute_metrics(primary->steps, primary->evals, ctx);
+  // MaxText's JSON-lines metrics_file carries full-precision values: preferred when given.
+  std::vector<StepRecord> steps = primary->steps;
+  if (!metrics_file.empty()) {
+    std::ifstream in(metrics_file);
+    if (!in) throw std::runtime_error("cannot read " + metrics_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    steps = parse_metrics_file(ss.str(), metrics_file);
+    out["source"] = "metrics_file";
+  } else {
+    out["source"] = "log";
+  }
+  check_step_series(steps, metrics_file.empty() ? logs.front() : metrics_file);
+  RunMetrics m = compute_metrics(steps, primary->evals, ctx);
   if (primary->peak_memory_gb) m.values["peak_memory_gb"] = *primary->peak_memory_gb;
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   for (const auto& name : tracked_metric_names())
     if (auto v = m.get(name)) metrics[name] = *v;  // NaN prints as null
   out["metrics"] = metrics;
-  out["steps"] = primary->steps.size();
+  out["steps"] = steps.size();
   out["warmup_steps_dropped"] = m.warmup_dropped;
   if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;
   if (primary->abort) out["aborted_on"] = *primary->abort + " loss";

@@ -11,6 +11,8 @@ using Args = std::vector<std::string>;
 int cmd_config(const Args& args);   // cvs config validate|list|copy
 int cmd_metrics(const Args& args);  // cvs metrics LOG... [--nodes N --gpus-per-node G]
 int cmd_report(const Args& args);   // cvs report RESULTS.json [--out FILE]
+int cmd_card(const Args& args);     // cvs card RESULTS.json [--out FILE]
+int cmd_compare(const Args& args);  // cvs compare OLD NEW [--tolerance-pct P]
 int cmd_run(const Args& args);      // cvs run SUITE [args] (execs the suite binary)
 
 // Exit codes shared by every subcommand.

@@ -20,6 +20,10 @@ commands:
                               run jaxmaxtext_single or jaxmaxtext_distributed; prints where the report is
   report RESULTS.json [--out FILE]
                               render the HTML report of a session from its results.json
+  card RESULTS.json [--out FILE]
+                              model-verification entries (Megatron-Bridge card schema) of a session
+  compare OLD/results.json NEW/results.json [--tolerance-pct P] [--json]
+                              per sweep and metric: old, new, delta %; exit 1 on a regression
   metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE]
                               print the metrics of MaxText training logs as JSON
 
@@ -41,6 +45,8 @@ int main(int argc, char** argv) {
     if (cmd == "metrics") return cvs::cli::cmd_metrics(args);
     if (cmd == "run") return cvs::cli::cmd_run(args);
     if (cmd == "report") return cvs::cli::cmd_report(args);
+    if (cmd == "card") return cvs::cli::cmd_card(args);
+    if (cmd == "compare") return cvs::cli::cmd_compare(args);
     std::cerr << "cvs: unknown command '" << cmd << "'\n" << kUsage;
     return cvs::cli::kExitUsage;
   } catch (const cvs::ConfigError& e) {

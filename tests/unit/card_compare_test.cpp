@@ -1,0 +1,150 @@
+// Verification cards and run-to-run comparison, on the results.json of a real CPU session.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cvs/card.hpp"
+#include "cvs/compare.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+using J = nlohmann::ordered_json;
+
+namespace {
+
+J results() { return cvs::test::read_json(cvs::test::data("results/cpu_single_results.json")); }
+
+std::string kind(const J& v) {
+  if (v.is_null()) return "null";
+  if (v.is_string()) return "string";
+  if (v.is_number()) return "number";
+  if (v.is_object()) return "object";
+  if (v.is_array()) return "array";
+  return "bool";
+}
+
+// The peer's record: every entry of the shared Megatron-Bridge cards file.
+std::vector<J> shared_entries() {
+  const fs::path p = fs::path(CVS_SOURCE_ROOT) / ".." / "shared" / "spec" / "megatron-bridge-model-verification-cards.json";
+  std::vector<J> v;
+  if (!fs::exists(p)) return v;
+  const J doc = cvs::test::read_json(p);  // keep it alive: ranging over a temporary's member dangles
+  for (const auto& m : doc["models"])
+    for (const auto& e : m["entries"]) v.push_back(e);
+  return v;
+}
+
+}  // namespace
+
+TEST(Card, EntriesHaveTheKeysAndTypesOfTheSharedCards) {
+  const auto theirs = shared_entries();
+  ASSERT_FALSE(theirs.empty()) << "shared/spec/megatron-bridge-model-verification-cards.json not found beside the repo";
+  const auto card = cvs::make_card(results(), "2026-12-02");
+  const auto& ours = card["models"][0]["entries"];
+  ASSERT_EQ(ours.size(), 3u) << "two sweeps and the checkpoint_resume entry";
+  for (const auto& e : ours) {
+    std::set<std::string> ok, their_keys;
+    for (const auto& t : theirs) {
+      their_keys.clear();
+      for (auto it = t.begin(); it != t.end(); ++it) their_keys.insert(it.key());
+      std::set<std::string> our_keys;
+      for (auto it = e.begin(); it != e.end(); ++it) our_keys.insert(it.key());
+      EXPECT_EQ(our_keys, their_keys) << e["entry_id"];
+      break;
+    }
+    // Each value has a type the peer uses for that key somewhere.
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      std::set<std::string> seen;
+      for (const auto& t : theirs) seen.insert(kind(t[it.key()]));
+      EXPECT_TRUE(seen.count(kind(it.value()))) << it.key() << " is " << kind(it.value());
+    }
+    for (const char* m : {"final_loss", "initial_loss", "last_10_steps_model_tflops_per_gpu_avg",
+                          "last_10_steps_step_time_ms_avg", "last_10_steps_tokens_per_second_per_gpu_avg"})
+      EXPECT_TRUE(e["metrics"].contains(m)) << m;
+    const auto& topo = e["command_topologies"][0];
+    EXPECT_TRUE(topo["nodes"].is_string());
+    EXPECT_TRUE(topo["gpus_per_node"].is_string());
+    EXPECT_TRUE(topo["total_gpus"].is_number_integer());
+  }
+  const auto& perf = ours[0];
+  EXPECT_EQ(perf["workflow"], "pretrain_performance");
+  EXPECT_EQ(perf["status"], "verified");
+  EXPECT_EQ(perf["last_verified"], "2026-12-02");
+  EXPECT_EQ(perf["precision"], "bf16");
+  EXPECT_DOUBLE_EQ(perf["metrics"]["final_loss"].get<double>(),
+                   results()["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["metrics"]["final_loss"].get<double>());
+  EXPECT_NE(perf["expected_result"].get<std::string>().find("Gates: "), std::string::npos) << perf["expected_result"];
+  EXPECT_EQ(ours[2]["workflow"], "checkpoint_resume");
+  EXPECT_EQ(ours[2]["status"], "verified");
+}
+
+TEST(Card, AFailedGateLeavesTheEntryUnverified) {
+  auto r = results();
+  for (auto& st : r["stages"])
+    if (st["test"].get<std::string>().find("BS_2__PRECISION_BF16__SL_128__final_loss") != std::string::npos) {
+      st["outcome"] = "FAIL";
+      st["status"] = "FAIL";
+    }
+  const auto card = cvs::make_card(r, "2026-12-02");
+  EXPECT_EQ(card["models"][0]["entries"][0]["status"], "unverified");
+  EXPECT_TRUE(card["models"][0]["entries"][0]["last_verified"].is_null());
+  EXPECT_EQ(card["models"][0]["entries"][1]["status"], "verified") << "the other sweep is unaffected";
+}
+
+TEST(Compare, IdenticalRunsHaveNoRegression) {
+  auto c = cvs::compare_results(results(), results(), 5.0);
+  EXPECT_FALSE(c.any_regression());
+  EXPECT_FALSE(c.deltas.empty());
+  for (const auto& d : c.deltas) EXPECT_EQ(d.delta_pct, 0.0) << d.metric;
+}
+
+TEST(Compare, WorseBeyondToleranceIsARegressionInEitherDirection) {
+  auto old = results(), slower = results();
+  auto& m = slower["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["metrics"];
+  m["tokens_per_sec_per_gpu"] = m["tokens_per_sec_per_gpu"].get<double>() * 0.90;
+  m["step_time_p95_ms"] = m["step_time_p95_ms"].get<double>() * 1.04;
+  m["initial_loss"] = m["initial_loss"].get<double>() * 2.0;
+  auto c = cvs::compare_results(old, slower, 5.0);
+  EXPECT_TRUE(c.any_regression());
+  for (const auto& d : c.deltas) {
+    if (d.sweep != "BS=2,PRECISION=BF16,SL=128") continue;
+    if (d.metric == "tokens_per_sec_per_gpu") {
+      EXPECT_TRUE(d.regression);
+      EXPECT_NEAR(d.delta_pct, -10.0, 1e-9);
+    }
+    if (d.metric == "step_time_p95_ms") {
+      EXPECT_FALSE(d.regression) << "4% is within 5%";
+    }
+    if (d.metric == "initial_loss") {
+      EXPECT_FALSE(d.regression) << "initial loss describes the model, not the cluster";
+    }
+  }
+  auto faster = results();
+  faster["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["metrics"]["tokens_per_sec_per_gpu"] =
+      old["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["metrics"]["tokens_per_sec_per_gpu"].get<double>() * 1.5;
+  EXPECT_FALSE(cvs::compare_results(old, faster, 5.0).any_regression());
+}
+
+TEST(Compare, CliExitsNonZeroOnRegression) {
+  auto dir = fs::temp_directory_path() / ("cvs_cmp_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto slow = results();
+  auto& m = slow["sweeps"]["BS=4,PRECISION=BF16,SL=128"]["metrics"];
+  m["step_time_mean_ms"] = m["step_time_mean_ms"].get<double>() * 1.5;
+  std::ofstream(dir / "new.json") << slow.dump();
+  const std::string old = cvs::test::data("results/cpu_single_results.json").string();
+  auto same = cvs::test::run_command(std::string(CVS_BINARY) + " compare " + old + " " + old);
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  auto reg = cvs::test::run_command(std::string(CVS_BINARY) + " compare " + old + " " + (dir / "new.json").string());
+  EXPECT_EQ(reg.exit_code, 1) << reg.out;
+  EXPECT_NE(reg.out.find("training.step_time_mean_ms"), std::string::npos);
+  EXPECT_NE(reg.out.find("+50.00  REGRESSION"), std::string::npos) << reg.out;
+  auto card = cvs::test::run_command(std::string(CVS_BINARY) + " card " + old + " --out " + (dir / "card.json").string());
+  EXPECT_EQ(card.exit_code, 0) << card.out;
+  EXPECT_NE(card.out.find("3 of 3 entries verified"), std::string::npos) << card.out;
+  auto again = cvs::test::run_command(std::string(CVS_BINARY) + " card " + old + " --out " + (dir / "card.json").string());
+  EXPECT_EQ(again.exit_code, 2) << "never overwrites";
+  fs::remove_all(dir);
+}
