@@ -1,0 +1,100 @@
+// GPU probing: the vendor tools' outputs (transcribed from their documented JSON/CSV formats),
+// the checks test_setup makes, and gpu_probe's typed "no GPU" result on this GPU-less machine.
+#include <gtest/gtest.h>
+
+#include "cvs/gpu_probe.hpp"
+#include "cvs/process.hpp"
+#include "test_helpers.hpp"
+
+using cvs::check_probe;
+
+namespace {
+std::string file(const std::string& n) { return cvs::test::read_file(cvs::test::data("gpu_probe/" + n)); }
+}  // namespace
+
+TEST(GpuProbe, RocmSmiJson) {
+  auto p = cvs::parse_rocm_smi_json(file("rocm_smi_mi300x_8.json"));
+  ASSERT_EQ(p.devices.size(), 8u);
+  EXPECT_EQ(p.devices[0].arch, "gfx942");
+  EXPECT_EQ(p.devices[0].name, "AMD Instinct MI300X OAM");
+  EXPECT_NEAR(*p.devices[0].total_gb, 206.14, 0.01);
+  EXPECT_NEAR(*p.devices[0].free_gb, 205.85, 0.01);
+  EXPECT_TRUE(check_probe(p, "mi3xx", 8).empty());
+  EXPECT_TRUE(check_probe(p, "mi300x", 8).empty());
+}
+
+TEST(GpuProbe, AmdSmiJson) {
+  auto p = cvs::parse_amd_smi_json(file("amd_smi_static_mi355x_8.json"), file("amd_smi_metric_mi355x_8.json"));
+  ASSERT_EQ(p.devices.size(), 8u);
+  EXPECT_EQ(p.devices[7].index, 7);
+  EXPECT_EQ(p.devices[7].arch, "gfx950");
+  EXPECT_NEAR(*p.devices[0].total_gb, 294.896, 1e-6);
+  EXPECT_NEAR(*p.devices[0].free_gb, 294.613, 1e-6);
+  EXPECT_TRUE(check_probe(p, "mi35x", 8).empty());
+  // Older amd-smi printed sizes as "N MB" strings.
+  auto old = cvs::parse_amd_smi_json(R"([{"gpu": 0, "asic": {"market_name": "MI300X", "target_graphics_version": "gfx942"}, "vram": {"size": "196592 MB"}}])", "");
+  ASSERT_EQ(old.devices.size(), 1u);
+  EXPECT_NEAR(*old.devices[0].total_gb, 196.592, 1e-6);
+}
+
+TEST(GpuProbe, NvidiaSmiCsv) {
+  auto p = cvs::parse_nvidia_smi_csv(file("nvidia_smi_h100_8.csv"));
+  ASSERT_EQ(p.devices.size(), 8u);
+  EXPECT_EQ(p.devices[0].arch, "sm_90");
+  EXPECT_EQ(p.devices[0].name, "NVIDIA H100 80GB HBM3");
+  EXPECT_TRUE(check_probe(p, "h100", 8).empty());
+  EXPECT_FALSE(check_probe(p, "gb200", 8).empty());
+}
+
+TEST(GpuProbe, CountArchAndBusyMemoryAreProblems) {
+  auto p = cvs::parse_rocm_smi_json(file("rocm_smi_mi300x_8.json"));
+  auto count = check_probe(p, "mi3xx", 4);
+  ASSERT_EQ(count.size(), 1u);
+  EXPECT_NE(count[0].find("8 GPU(s) visible"), std::string::npos) << count[0];
+  auto arch = check_probe(p, "mi35x", 8);
+  ASSERT_EQ(arch.size(), 1u);
+  EXPECT_NE(arch[0].find("is gfx942 but gpu_name 'mi35x' runs on gfx950"), std::string::npos) << arch[0];
+  auto busy = check_probe(cvs::parse_rocm_smi_json(file("rocm_smi_mi300x_8_busy.json")), "mi3xx", 8);
+  ASSERT_EQ(busy.size(), 1u);
+  EXPECT_NE(busy[0].find("GPU 3 has 55.8 of 206.1 GB free"), std::string::npos) << busy[0];
+}
+
+TEST(GpuProbe, NoGpuIsATypedResult) {
+  cvs::GpuProbe none;
+  none.source = "none";
+  auto j = cvs::to_json(none);
+  EXPECT_EQ(j["result"], "no GPU");
+  EXPECT_EQ(j["gpu_count"], 0);
+  auto bad = check_probe(none, "mi3xx", 8);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NE(bad[0].find("no GPU found"), std::string::npos);
+  EXPECT_EQ(cvs::probe_from_json(cvs::to_json(cvs::parse_rocm_smi_json(file("rocm_smi_mi300x_8.json")))).devices.size(), 8u);
+}
+
+TEST(GpuProbe, TheBinaryReportsNoGpuOnThisMachine) {
+  auto p = cvs::test::run_command(std::string(CVS_GPU_PROBE));
+  EXPECT_EQ(p.exit_code, 3) << p.out;
+  auto j = nlohmann::json::parse(p.out.substr(p.out.find('{')));
+  EXPECT_EQ(j["result"], "no GPU");
+  EXPECT_EQ(j["gpu_count"], 0);
+  EXPECT_TRUE(j.contains("hip_runtime"));
+  EXPECT_FALSE(j["error"].get<std::string>().empty());
+}
+
+TEST(GpuProbe, TheInRuntimeProgramPicksTheFirstToolAndItsOutputParses) {
+  auto p = cvs::parse_probe_output("CVS-ROCMSMI\n" + file("rocm_smi_mi300x_8.json"));
+  EXPECT_EQ(p.source, "rocm-smi");
+  EXPECT_EQ(p.devices.size(), 8u);
+  auto a = cvs::parse_probe_output("CVS-AMDSMI-STATIC\n" + file("amd_smi_static_mi355x_8.json") + "\nCVS-AMDSMI-METRIC\n" +
+                                   file("amd_smi_metric_mi355x_8.json"));
+  EXPECT_EQ(a.source, "amd-smi");
+  ASSERT_EQ(a.devices.size(), 8u);
+  EXPECT_TRUE(a.devices[0].free_gb.has_value());
+  auto n = cvs::parse_probe_output("CVS-NVSMI\n" + file("nvidia_smi_h100_8.csv"));
+  EXPECT_EQ(n.devices.size(), 8u);
+  // On this machine none of the tools exists: the real program says so.
+  auto here = cvs::run_one({cvs::gpu_probe_command(), std::chrono::seconds(30), "here"});
+  auto none = cvs::parse_probe_output(here.out);
+  EXPECT_TRUE(none.no_gpu());
+  EXPECT_EQ(none.source, "none");
+}
