@@ -69,10 +69,13 @@ GpuProbe parse_rocm_smi_json(const std::string& text) {
     const auto& c = *it;
     d.name = c.value("Card Series", c.value("Card series", c.value("Card SKU", std::string())));
     d.arch = c.value("GFX Version", std::string());
-    auto total = c.contains("VRAM Total Memory (B)") ? to_number(c["VRAM Total Memory (B)"]) : std::nullopt;
-    auto used = c.contains("VRAM Total Used Memory (B)") ? to_number(c["VRAM Total Used Memory (B)"]) : std::nullopt;
-    if (total) d.total_gb = *total / 1e9;
-    if (total && used) d.free_gb = (*total - *used) / 1e9;
+    if (c.contains("VRAM Total Memory (B)")) {
+      if (const auto total = to_number(c["VRAM Total Memory (B)"])) {
+        d.total_gb = total.value() / 1e9;
+        if (c.contains("VRAM Total Used Memory (B)"))
+          if (const auto used = to_number(c["VRAM Total Used Memory (B)"])) d.free_gb = (total.value() - used.value()) / 1e9;
+      }
+    }
     p.devices.push_back(d);
   }
   return p;

@@ -58,7 +58,10 @@ bool sanity_kernel(int dev, const std::string& arch, std::string& detail) {
   std::vector<char> code(code_size);
   hiprtcGetCode(prog, code.data());
   hiprtcDestroyProgram(&prog);
-  hipSetDevice(dev);
+  if (hipSetDevice(dev) != hipSuccess) {
+    detail = "hipSetDevice failed";
+    return false;
+  }
   hipModule_t mod;
   hipFunction_t fn;
   if (hipModuleLoadData(&mod, code.data()) != hipSuccess || hipModuleGetFunction(&fn, mod, "cvs_saxpy") != hipSuccess) {
@@ -87,9 +90,9 @@ bool sanity_kernel(int dev, const std::string& arch, std::string& detail) {
   if (ok)
     for (int i = 0; i < n; ++i)
       if (std::fabs(y[i] - (2.0f * static_cast<float>(i % 1000) + 1.0f)) > 1e-3f) ++wrong;
-  hipFree(dx);
-  hipFree(dy);
-  hipModuleUnload(mod);
+  (void)hipFree(dx);
+  (void)hipFree(dy);
+  (void)hipModuleUnload(mod);
   if (!ok) {
     detail = "kernel launch or copy failed";
     return false;
