@@ -12,6 +12,7 @@
 #include "cvs/cluster.hpp"
 #include "cvs/launch.hpp"
 #include "cvs/maxtext_yaml.hpp"
+#include "e2e/cpu_policy.hpp"
 #include "cvs/process.hpp"
 
 namespace fs = std::filesystem;
@@ -46,13 +47,7 @@ class LauncherE2E : public ::testing::Test {
     r.copy_dir = root / "report" / name;
     return r;
   }
-  static cvs::PollPolicy fast() {
-    cvs::PollPolicy p;
-    p.interval = std::chrono::milliseconds(500);
-    p.startup_s = 300;
-    p.per_step_s = 30;
-    return p;
-  }
+  static cvs::PollPolicy fast() { return cvs::test::cpu_poll_policy(); }
   // No live (non-zombie) process is left in the session recorded by a run's pid file, within a
   // few seconds (a SIGKILLed multi-threaded python takes a moment to finish exiting).
   static bool session_gone(const fs::path& pid_file) {

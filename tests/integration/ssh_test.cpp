@@ -11,6 +11,7 @@
 #include "cvs/cluster.hpp"
 #include "cvs/launch.hpp"
 #include "cvs/maxtext_yaml.hpp"
+#include "e2e/cpu_policy.hpp"
 #include "cvs/transport.hpp"
 
 namespace fs = std::filesystem;
@@ -37,13 +38,7 @@ class SshNetns : public ::testing::Test {
                                 {.user = "", .require_threshold_file = false});
   }
   void TearDown() override { fs::remove_all(root); }
-  static cvs::PollPolicy fast() {
-    cvs::PollPolicy p;
-    p.interval = std::chrono::milliseconds(500);
-    p.startup_s = 300;
-    p.per_step_s = 30;
-    return p;
-  }
+  static cvs::PollPolicy fast() { return cvs::test::cpu_poll_policy(); }
   fs::path dir, root;
   cvs::Cluster cluster;
   cvs::SuiteConfig cfg;
