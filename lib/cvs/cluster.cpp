@@ -1,10 +1,9 @@
 #include "cvs/cluster.hpp"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "cvs/config_error.hpp"
+#include "cvs/text_file.hpp"
 
 namespace cvs {
 
@@ -164,23 +163,19 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
 }
 
 Cluster load_cluster(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(file.string(), "", "cannot read the cluster file", "check the --cluster path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_cluster(ss.str(), file);
+  const auto text = read_text_file(file);
+  if (!text) throw ConfigError(file.string(), "", "cannot read the cluster file", "check the --cluster path");
+  return parse_cluster(*text, file);
 }
 
 SuiteConfig load_config_for_cluster(const std::filesystem::path& config_file, const Cluster& cluster,
                                     const LoadOptions& options) {
   if (cluster.overrides.empty()) return load_config(config_file, options);
-  std::ifstream in(config_file, std::ios::binary);
-  if (!in) throw ConfigError(config_file.string(), "", "cannot read the config file", "check the path");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const auto text = read_text_file(config_file);
+  if (!text) throw ConfigError(config_file.string(), "", "cannot read the config file", "check the path");
   OrderedJson j;
   try {
-    j = OrderedJson::parse(ss.str());
+    j = OrderedJson::parse(*text);
   } catch (const nlohmann::json::parse_error&) {
     return load_config(config_file, options);  // reports the syntax error with line and column
   }

@@ -6,12 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <set>
-#include <sstream>
 
 #include "cvs/config_error.hpp"
+#include "cvs/text_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -778,13 +777,11 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
 }
 
 SuiteConfig load_config(const fs::path& file, const LoadOptions& options) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  const auto text = read_text_file(file);
+  if (!text)
     throw ConfigError(file.string(), "", "cannot read the config file",
                       "check the path; `cvs config list` shows the shipped configs");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_config_text(ss.str(), file, options);
+  return load_config_text(*text, file, options);
 }
 
 std::vector<ConfigIssue> preflight(const SuiteConfig& cfg) {

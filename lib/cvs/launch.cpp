@@ -11,6 +11,7 @@
 
 #include "cvs/maxtext_yaml.hpp"
 #include "cvs/node_agent.hpp"
+#include "cvs/text_file.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -29,10 +30,7 @@ bool has_env(const EnvList& env, const std::string& key) {
 }
 
 std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
+  std::string s = read_text_file(p).value_or("");
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   return s;
 }

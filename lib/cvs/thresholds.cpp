@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "cvs/config_error.hpp"
+#include "cvs/text_file.hpp"
 
 namespace cvs {
 
@@ -181,11 +180,9 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
 }
 
 ThresholdFile load_thresholds(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(file.string(), "", "cannot read the threshold file", "check threshold_json in the config");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_thresholds(ss.str(), file);
+  const auto text = read_text_file(file);
+  if (!text) throw ConfigError(file.string(), "", "cannot read the threshold file", "check threshold_json in the config");
+  return parse_thresholds(*text, file);
 }
 
 Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run, const std::vector<ThresholdSpec>* cell,

@@ -6,6 +6,7 @@
 #include "cvs/logscan.hpp"
 #include "cvs/metrics.hpp"
 #include "cvs/metrics_file.hpp"
+#include "cvs/text_file.hpp"
 #include <fstream>
 #include <sstream>
 
@@ -62,11 +63,9 @@ int cmd_metrics(const Args& args) {
   // MaxText's JSON-lines metrics_file carries full-precision values: preferred when given.
   std::vector<StepRecord> steps = primary->steps;
   if (!metrics_file.empty()) {
-    std::ifstream in(metrics_file);
-    if (!in) throw std::runtime_error("cannot read " + metrics_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    steps = parse_metrics_file(ss.str(), metrics_file);
+    const auto text = read_text_file(metrics_file);
+    if (!text) throw std::runtime_error("cannot read " + metrics_file);
+    steps = parse_metrics_file(*text, metrics_file);
     out["source"] = "metrics_file";
   } else {
     out["source"] = "log";
