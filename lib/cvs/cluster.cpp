@@ -41,9 +41,66 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
   for (auto it = root.begin(); it != root.end(); ++it) {
     const auto& k = it.key();
     if (!k.empty() && k[0] == '_') continue;
-    if (k != "nodes" && k != "head" && k != "transport" && k != "coordinator_address" && k != "ssh" && k != "overrides")
+    if (k != "nodes" && k != "head" && k != "transport" && k != "coordinator_address" && k != "ssh" && k != "overrides" &&
+        k != "scheduler" && k != "slurm")
       issues.add("/" + pointer_token(k), "unknown key '" + k + "' in the cluster file",
-                 "use nodes, head, transport, coordinator_address, ssh or overrides");
+                 "use nodes, head, transport, coordinator_address, ssh, overrides, scheduler or slurm");
+  }
+  if (auto s = root.find("scheduler"); s != root.end()) {
+    if (!s->is_string() || *s != "slurm")
+      issues.add("/scheduler", "scheduler must be \"slurm\" (or absent for a listed set of nodes)", "set \"scheduler\": \"slurm\"");
+    else
+      c.scheduler = "slurm";
+  }
+  if (c.is_slurm()) {
+    auto so = root.find("slurm");
+    if (so == root.end() || !so->is_object()) {
+      issues.add("/slurm", "scheduler slurm needs a slurm block", "add \"slurm\": {\"nodes\": 2, \"partition\": \"gpu\"}");
+    } else {
+      for (auto it = so->begin(); it != so->end(); ++it) {
+        const auto& k = it.key();
+        const std::string p = pointer_join("/slurm", k);
+        if (!k.empty() && k[0] == '_') continue;
+        if (k == "nodes") {
+          if (!it->is_number_integer() || it->get<int>() < 1) issues.add(p, "nodes must be a positive integer", "e.g. 2");
+          else c.slurm.nodes = it->get<int>();
+        } else if (k == "extra_args") {
+          if (!it->is_array()) issues.add(p, "extra_args must be a list of strings", "e.g. [\"--exclusive\"]");
+          else
+            for (const auto& a : *it)
+              if (a.is_string()) c.slurm.extra_args.push_back(a.get<std::string>());
+        } else if (k == "partition" || k == "account" || k == "time_limit" || k == "container_image" || k == "container_mounts") {
+          if (!it->is_string()) {
+            issues.add(p, k + " must be a string", "quote the value");
+            continue;
+          }
+          const auto v = it->get<std::string>();
+          if (k == "partition") c.slurm.partition = v;
+          if (k == "account") c.slurm.account = v;
+          if (k == "time_limit") c.slurm.time_limit = v;
+          if (k == "container_image") c.slurm.container_image = v;
+          if (k == "container_mounts") c.slurm.container_mounts = v;
+        } else {
+          issues.add(p, "unknown slurm key '" + k + "'",
+                     "use nodes, partition, account, time_limit, extra_args, container_image or container_mounts");
+        }
+      }
+      if (!so->contains("nodes"))
+        issues.add("/slurm/nodes", "slurm.nodes is missing", "set how many nodes to allocate, e.g. \"nodes\": 2");
+    }
+    if (root.contains("nodes"))
+      issues.add("/nodes", "with scheduler slurm the nodes come from the allocation", "remove nodes; set slurm.nodes");
+    // Placeholders until the allocation names the hosts (rank order = SLURM_JOB_NODELIST order).
+    for (int i = 0; i < c.slurm.nodes; ++i) {
+      Node n;
+      n.name = "slurm-node-" + std::to_string(i);
+      n.host = "(not allocated)";
+      n.transport = "slurm";
+      c.nodes.push_back(n);
+    }
+    issues.throw_if_any();
+    if (auto o = root.find("overrides"); o != root.end() && o->is_object()) c.overrides = *o;
+    return c;
   }
   if (auto t = root.find("transport"); t != root.end()) {
     if (!t->is_string() || (*t != "ssh" && *t != "local"))

@@ -25,8 +25,24 @@ struct SshOptions {
   std::vector<std::string> extra_options;  // each passed as -o VALUE
 };
 
+// scheduler "slurm": the nodes come from an allocation (salloc) and every command reaches its
+// node through `srun --jobid ... --nodelist HOST --overlap`.
+struct SlurmOptions {
+  int nodes = 0;
+  std::string partition;
+  std::string account;
+  std::string time_limit;                 // salloc --time, e.g. "01:00:00"
+  std::vector<std::string> extra_args;    // passed to salloc as they are
+  std::string container_image;            // pyxis/enroot: srun --container-image
+  std::string container_mounts;           // pyxis/enroot: srun --container-mounts
+  std::string job_id;                     // set once allocated
+};
+
 struct Cluster {
   std::filesystem::path file;  // empty for the built-in default
+  std::string scheduler;       // "" (nodes listed here) or "slurm"
+  SlurmOptions slurm;
+  bool is_slurm() const { return scheduler == "slurm"; }
   std::vector<Node> nodes;
   std::size_t head = 0;              // index into nodes
   std::string coordinator_address;   // address the other nodes use to reach the head

@@ -61,7 +61,7 @@ void install_interrupt_handler() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-Launcher::Launcher(const SuiteConfig& cfg, const Cluster& cluster, PollPolicy policy)
+Launcher::Launcher(const SuiteConfig& cfg, Cluster& cluster, PollPolicy policy)
     : cfg_(cfg), cluster_(cluster), policy_(policy), runtime_(make_runtime(cfg)), transport_(cluster) {
   raise_fd_limit();
 }
@@ -103,9 +103,83 @@ EnvList Launcher::node_env(std::size_t rank) const {
   return e;
 }
 
+std::vector<ProcResult> Launcher::agent_fan_out(const std::vector<std::vector<std::string>>& per_node,
+                                                std::chrono::milliseconds timeout, const std::vector<EnvList>& env) const {
+  if (!cluster_.is_slurm()) {
+    std::vector<std::vector<std::string>> wrapped(per_node.size());
+    for (std::size_t r = 0; r < per_node.size(); ++r)
+      wrapped[r] = runtime_->exec_argv(per_node[r], r < env.size() ? env[r] : EnvList{});
+    return fan_out(transport_, wrapped, timeout);
+  }
+  std::vector<ProcRequest> reqs;
+  for (std::size_t r = 0; r < per_node.size(); ++r) reqs.push_back({per_node[r], timeout, cluster_.nodes[r].name});
+  return run_all(reqs);
+}
+
+std::vector<std::string> Launcher::allocate() {
+  auto& s = cluster_.slurm;
+  std::vector<std::string> argv = {"salloc", "--no-shell", "--job-name=cvs-" + os_user(), "--nodes=" + std::to_string(s.nodes),
+                                   "--ntasks-per-node=1"};
+  if (!s.partition.empty()) argv.push_back("--partition=" + s.partition);
+  if (!s.account.empty()) argv.push_back("--account=" + s.account);
+  if (!s.time_limit.empty()) argv.push_back("--time=" + s.time_limit);
+  argv.insert(argv.end(), s.extra_args.begin(), s.extra_args.end());
+  spdlog::info("slurm: allocating {} node(s): {}", s.nodes, shell_join(argv));
+  auto r = run_one({argv, std::chrono::milliseconds(static_cast<long long>(policy_.startup_s * 1000)), "salloc"});
+  const std::string all = r.err + r.out;
+  const std::string granted = "Granted job allocation ";
+  if (auto p = all.find(granted); p != std::string::npos) {
+    std::size_t e = p + granted.size();
+    while (e < all.size() && std::isdigit(static_cast<unsigned char>(all[e]))) ++e;
+    s.job_id = all.substr(p + granted.size(), e - p - granted.size());
+  }
+  if (s.job_id.empty()) return {"slurm: salloc did not grant an allocation: " + r.describe()};
+  allocated_ = true;
+  auto list = run_one({{"squeue", "--noheader", "--jobs=" + s.job_id, "--format=%N"}, std::chrono::seconds(60), "squeue"});
+  std::string nodelist = list.out.substr(0, list.out.find('\n'));
+  auto hosts = run_one({{"scontrol", "show", "hostnames", nodelist}, std::chrono::seconds(60), "scontrol"});
+  std::vector<std::string> names;
+  std::stringstream ss(hosts.out);
+  for (std::string h; std::getline(ss, h);)
+    if (!h.empty()) names.push_back(h);
+  if (!list.ok() || !hosts.ok() || names.size() != static_cast<std::size_t>(s.nodes))
+    return {"slurm: job " + s.job_id + ": could not read its " + std::to_string(s.nodes) + " node(s) from '" + nodelist +
+            "': " + (list.ok() ? hosts.describe() : list.describe())};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    cluster_.nodes[i].name = names[i];
+    cluster_.nodes[i].host = names[i];
+  }
+  cluster_.head = 0;
+  cluster_.coordinator_address = names[0];
+  spdlog::info("slurm: job {} on {}", s.job_id, nodelist);
+  return {};
+}
+
+void Launcher::cancel_slurm_steps() const {
+  // A killed srun does not always take its step with it: cancel what is left of this run.
+  const auto& id = cluster_.slurm.job_id;
+  for (int i = 0; i < 40; ++i) {
+    auto q = run_one({{"squeue", "--noheader", "--steps", "--jobs=" + id, "--format=%i"}, std::chrono::seconds(30), "squeue"});
+    std::vector<std::string> steps;
+    std::stringstream ss(q.out);
+    for (std::string s; ss >> s;)
+      if (s.rfind(id + ".", 0) == 0 && s.find("extern") == std::string::npos) steps.push_back(s);
+    if (steps.empty()) return;
+    std::vector<std::string> argv = {"scancel", "--quiet"};
+    argv.insert(argv.end(), steps.begin(), steps.end());
+    run_one({argv, std::chrono::seconds(30), "scancel"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  spdlog::warn("slurm: steps of job {} still listed after scancel", id);
+}
+
 std::vector<std::string> Launcher::setup() {
   std::vector<std::string> problems;
   const auto timeout = std::chrono::minutes(10);
+  if (cluster_.is_slurm() && !allocated_) {
+    problems = allocate();
+    if (!problems.empty()) return problems;
+  }
   auto check = [&](const std::vector<ProcResult>& rs, const std::string& what) {
     for (std::size_t i = 0; i < rs.size(); ++i)
       if (!rs[i].ok())
@@ -214,12 +288,17 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
   // 2. Start training detached on every node at once.
   {
     std::vector<std::vector<std::string>> per_node(n);
+    std::vector<EnvList> envs(n);
     for (std::size_t r = 0; r < n; ++r) {
       std::vector<std::string> train = {cfg_.train_params.python, train_script_, yamls[r]};
-      per_node[r] = runtime_->exec_argv(agent::start_detached(logs[r], rcs[r], pids[r], train), node_env(r));
+      if (cluster_.is_slurm())  // a foreground srun step on the node, detached here
+        train = transport_.wrap(cluster_.nodes[r], runtime_->exec_argv(train, node_env(r)));
+      else
+        envs[r] = node_env(r);
+      per_node[r] = agent::start_detached(logs[r], rcs[r], pids[r], train);
     }
     spdlog::info("[{}] starting {} on {} node(s): {}", req.label, req.run_name, n, rdir);
-    auto rs = fan_out(transport_, per_node, std::chrono::seconds(120));
+    auto rs = agent_fan_out(per_node, std::chrono::seconds(120), envs);
     std::string problems;
     for (std::size_t r = 0; r < n; ++r) {
       if (rs[r].ok()) {
@@ -231,16 +310,17 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     }
     if (!problems.empty()) {
       std::vector<std::vector<std::string>> stops(n);
-      for (std::size_t r = 0; r < n; ++r) stops[r] = runtime_->exec_argv(agent::stop(pids[r], 5), {});
-      fan_out(transport_, stops, std::chrono::seconds(60));
+      for (std::size_t r = 0; r < n; ++r) stops[r] = agent::stop(pids[r], 5);
+      agent_fan_out(stops, std::chrono::seconds(60));
       return fail(problems);
     }
   }
 
   auto stop_all = [&] {
     std::vector<std::vector<std::string>> stops(n);
-    for (std::size_t r = 0; r < n; ++r) stops[r] = runtime_->exec_argv(agent::stop(pids[r], 10), {});
-    fan_out(transport_, stops, std::chrono::seconds(60));
+    for (std::size_t r = 0; r < n; ++r) stops[r] = agent::stop(pids[r], 10);
+    agent_fan_out(stops, std::chrono::seconds(60));
+    if (cluster_.is_slurm()) cancel_slurm_steps();
   };
   auto finish_scans = [&] {
     for (std::size_t r = 0; r < n; ++r) {
@@ -261,8 +341,8 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
   while (true) {
     std::vector<std::vector<std::string>> polls(n);
     for (std::size_t r = 0; r < n; ++r)
-      polls[r] = runtime_->exec_argv(agent::poll(logs[r], rcs[r], pids[r], offsets[r], policy_.max_bytes_per_poll), {});
-    auto rs = fan_out(transport_, polls, policy_.command_timeout);
+      polls[r] = agent::poll(logs[r], rcs[r], pids[r], offsets[r], policy_.max_bytes_per_poll);
+    auto rs = agent_fan_out(polls, policy_.command_timeout);
     bool more_pending = false;
     std::string failure;
     for (std::size_t r = 0; r < n; ++r) {
@@ -404,17 +484,35 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
 std::vector<std::string> Launcher::teardown() {
   std::vector<std::string> problems;
   if (!pid_files_live_.empty()) {
-    for (const auto& p : pid_files_live_) exec_all(agent::stop(p, 10), std::chrono::seconds(60));
+    for (const auto& p : pid_files_live_)
+      agent_fan_out(std::vector<std::vector<std::string>>(cluster_.nodes.size(), agent::stop(p, 10)), std::chrono::seconds(60));
     pid_files_live_.clear();
   }
-  if (!launched_) return problems;
-  launched_ = false;
-  auto td = runtime_->teardown_argv();
-  if (td.empty()) return problems;
-  std::vector<std::vector<std::string>> per_node(cluster_.nodes.size(), td);
-  auto rs = fan_out(transport_, per_node, std::chrono::minutes(2));
-  for (std::size_t i = 0; i < rs.size(); ++i)
-    if (!rs[i].ok()) problems.push_back(cluster_.nodes[i].name + ": teardown: " + rs[i].describe());
+  if (launched_) {
+    launched_ = false;
+    auto td = runtime_->teardown_argv();
+    if (!td.empty()) {
+      std::vector<std::vector<std::string>> per_node(cluster_.nodes.size(), td);
+      auto rs = fan_out(transport_, per_node, std::chrono::minutes(2));
+      for (std::size_t i = 0; i < rs.size(); ++i)
+        if (!rs[i].ok()) problems.push_back(cluster_.nodes[i].name + ": teardown: " + rs[i].describe());
+    }
+  }
+  if (allocated_) {
+    // Never leave an allocation behind: cancel it and wait until Slurm no longer lists it.
+    allocated_ = false;
+    const auto& id = cluster_.slurm.job_id;
+    auto c = run_one({{"scancel", id}, std::chrono::seconds(60), "scancel"});
+    bool gone = false;
+    for (int i = 0; i < 60 && !gone; ++i) {
+      auto q = run_one({{"squeue", "--noheader", "--jobs=" + id, "--format=%T"}, std::chrono::seconds(30), "squeue"});
+      gone = q.out.find_first_not_of(" \n") == std::string::npos || q.out.find("COMPLETED") != std::string::npos ||
+             q.out.find("CANCELLED") != std::string::npos;
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    if (!gone) problems.push_back("slurm: job " + id + " still listed after scancel: " + c.describe());
+    else spdlog::info("slurm: job {} released", id);
+  }
   return problems;
 }
 

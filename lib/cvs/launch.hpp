@@ -85,7 +85,8 @@ using ProgressSink = std::function<void(const Progress&)>;
 
 class Launcher {
  public:
-  Launcher(const SuiteConfig& cfg, const Cluster& cluster, PollPolicy policy);
+  // With a slurm cluster, setup() allocates and fills cluster.nodes with the allocated hosts.
+  Launcher(const SuiteConfig& cfg, Cluster& cluster, PollPolicy policy);
   ~Launcher();
 
   // Launches the container on every node (a no-op for the local runtime) and resolves the train
@@ -107,13 +108,25 @@ class Launcher {
   std::string run_dir(const std::string& run_name) const;
 
  private:
+  // Slurm: salloc --no-shell, then the hosts of SLURM_JOB_NODELIST (rank order) become the nodes
+  // and the first is the coordinator. Returns problems.
+  std::vector<std::string> allocate();
+  // Cancels every step of the allocation (after a run was stopped).
+  void cancel_slurm_steps() const;
+  // Runs one node-agent program per node where the agent lives: on the node (through the runtime
+  // and the transport), or on this host for slurm, where training runs as a foreground srun step
+  // that streams its output here.
+  std::vector<ProcResult> agent_fan_out(const std::vector<std::vector<std::string>>& per_node,
+                                        std::chrono::milliseconds timeout, const std::vector<EnvList>& env = {}) const;
+
   const SuiteConfig& cfg_;
-  const Cluster& cluster_;
+  Cluster& cluster_;
   PollPolicy policy_;
   std::unique_ptr<Runtime> runtime_;
   Transport transport_;
   std::string train_script_;
   bool launched_ = false;
+  bool allocated_ = false;
   std::vector<std::string> pid_files_live_;
 };
 

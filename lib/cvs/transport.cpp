@@ -1,6 +1,7 @@
 #include "cvs/transport.hpp"
 
 #include <filesystem>
+#include <stdexcept>
 
 namespace cvs {
 
@@ -18,6 +19,17 @@ Transport::Transport(const Cluster& cluster) : cluster_(cluster) {
 
 std::vector<std::string> Transport::wrap(const Node& node, const std::vector<std::string>& argv) const {
   if (node.transport == "local") return argv;
+  if (node.transport == "slurm") {
+    const auto& s = cluster_.slurm;
+    if (s.job_id.empty()) throw std::logic_error("slurm node " + node.name + " used before the allocation");
+    std::vector<std::string> v = {"srun", "--jobid=" + s.job_id, "--nodes=1", "--ntasks=1", "--nodelist=" + node.host,
+                                  "--overlap", "--quiet", "--kill-on-bad-exit=1"};
+    if (!s.container_image.empty()) v.push_back("--container-image=" + s.container_image);
+    if (!s.container_mounts.empty()) v.push_back("--container-mounts=" + s.container_mounts);
+    v.push_back("--");
+    v.insert(v.end(), argv.begin(), argv.end());
+    return v;
+  }
   const auto& s = cluster_.ssh;
   std::vector<std::string> v = {"ssh",
                                 "-o", "BatchMode=yes",

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Ctrl-C during a real training run: the suite stops every node, skips what is left, writes its
 # report with the reason, tears down, and exits non-zero; no training process survives.
-#   interrupt_test.sh SUITE_BINARY CONFIG OUT_DIR
+#   interrupt_test.sh SUITE_BINARY CONFIG OUT_DIR [CLUSTER_FILE]
 set -euo pipefail
 suite=$1; config=$2; out=$3
+cluster=()
+[[ -n "${4:-}" ]] && cluster=(--cluster "$4")
 rm -rf "$out"; mkdir -p "$out"
 fail() { echo "FAIL: $*"; sed -n '1,200p' "$out/suite.log" || true; exit 1; }
-"$suite" --config "$config" --output "$out/session" --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 30 \
+"$suite" --config "$config" "${cluster[@]}" --output "$out/session" --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 30 \
   --gtest_filter='test_setup*:sweep/test_training_run*' >"$out/suite.log" 2>&1 &
 pid=$!
 log=""
