@@ -2,9 +2,25 @@
 // 0.5 s, 300 s startup + 30 s per step (a tiny CPU model starts in ~10 s and steps in ms).
 #pragma once
 
+#include <filesystem>
+
 #include "cvs/launch.hpp"
+#include "cvs/maxtext_yaml.hpp"
 
 namespace cvs::test {
+
+// A run of the config's first sweep, `steps` long, named `name`, its report copy under copy_root.
+inline RunRequest cpu_run_request(const SuiteConfig& cfg, const std::string& name, long long steps,
+                                  const std::filesystem::path& copy_root) {
+  RunRequest r;
+  r.run_name = name;
+  r.label = name;
+  r.steps = steps;
+  r.maxtext_config = sweep_maxtext_config(cfg, cfg.runs.front(), name, cfg.paths.log_dir + "/" + name + "/maxtext");
+  r.maxtext_config["steps"] = steps;
+  r.copy_dir = copy_root / name;
+  return r;
+}
 
 inline PollPolicy cpu_poll_policy() {
   PollPolicy p;

@@ -38,14 +38,7 @@ class LauncherE2E : public ::testing::Test {
                                  {.user = "", .require_threshold_file = false});
   }
   cvs::RunRequest request(const cvs::SuiteConfig& c, const std::string& name, long long steps) {
-    cvs::RunRequest r;
-    r.run_name = name;
-    r.label = name;
-    r.steps = steps;
-    r.maxtext_config = cvs::sweep_maxtext_config(c, c.runs.front(), name, c.paths.log_dir + "/" + name + "/maxtext");
-    r.maxtext_config["steps"] = steps;
-    r.copy_dir = root / "report" / name;
-    return r;
+    return cvs::test::cpu_run_request(c, name, steps, root / "report");
   }
   static cvs::PollPolicy fast() { return cvs::test::cpu_poll_policy(); }
   // No live (non-zombie) process is left in the session recorded by a run's pid file, within a

@@ -44,14 +44,7 @@ class Slurm : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root); }
   cvs::RunRequest request(const std::string& name, long long steps) {
-    cvs::RunRequest r;
-    r.run_name = name;
-    r.label = name;
-    r.steps = steps;
-    r.maxtext_config = cvs::sweep_maxtext_config(cfg, cfg.runs.front(), name, cfg.paths.log_dir + "/" + name + "/maxtext");
-    r.maxtext_config["steps"] = steps;
-    r.copy_dir = root / "report" / name;
-    return r;
+    return cvs::test::cpu_run_request(cfg, name, steps, root / "report");
   }
   fs::path root;
   cvs::Cluster cluster;

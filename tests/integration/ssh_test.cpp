@@ -82,13 +82,7 @@ TEST_F(SshNetns, AnUnreachableThirdNodeFailsFastWithItsName) {
 TEST_F(SshNetns, AKilledNodeIsDetectedAndTheOtherStopped) {
   cvs::Launcher l(cfg, cluster, fast());
   ASSERT_TRUE(l.setup().empty());
-  cvs::RunRequest req;
-  req.run_name = "sshkill";
-  req.label = "sshkill";
-  req.steps = 400;
-  req.maxtext_config = cvs::sweep_maxtext_config(cfg, cfg.runs.front(), "sshkill", cfg.paths.log_dir + "/sshkill/maxtext");
-  req.maxtext_config["steps"] = 400;
-  req.copy_dir = root / "report";
+  auto req = cvs::test::cpu_run_request(cfg, "sshkill", 400, root / "report");
   const std::string victim_pid = cfg.paths.log_dir + "/sshkill/node-1/pid";
   bool killed = false;
   auto o = l.run(req, [&](const cvs::Progress& p) {
