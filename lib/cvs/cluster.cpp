@@ -46,6 +46,12 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
       issues.add("/" + pointer_token(k), "unknown key '" + k + "' in the cluster file",
                  "use nodes, head, transport, coordinator_address, ssh, overrides, scheduler or slurm");
   }
+  if (auto o = root.find("overrides"); o != root.end()) {
+    if (!o->is_object())
+      issues.add("/overrides", "overrides must be an object merged onto the suite config", "write {\"gpus_per_node\": 4}");
+    else
+      c.overrides = *o;
+  }
   if (auto s = root.find("scheduler"); s != root.end()) {
     if (!s->is_string() || *s != "slurm")
       issues.add("/scheduler", "scheduler must be \"slurm\" (or absent for a listed set of nodes)", "set \"scheduler\": \"slurm\"");
@@ -99,7 +105,6 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
       c.nodes.push_back(n);
     }
     issues.throw_if_any();
-    if (auto o = root.find("overrides"); o != root.end() && o->is_object()) c.overrides = *o;
     return c;
   }
   if (auto t = root.find("transport"); t != root.end()) {
@@ -195,12 +200,6 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
         }
       }
     }
-  }
-  if (auto o = root.find("overrides"); o != root.end()) {
-    if (!o->is_object())
-      issues.add("/overrides", "overrides must be an object merged onto the suite config", "write {\"gpus_per_node\": 4}");
-    else
-      c.overrides = *o;
   }
   if (!c.nodes.empty()) {
     if (auto a = root.find("coordinator_address"); a != root.end() && a->is_string())

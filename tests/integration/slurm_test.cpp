@@ -1,7 +1,7 @@
 // The slurm launcher against a real one-host Slurm (slurmctld + slurmd + munge, set up by
 // tests/integration/slurm_cluster.sh, which ctest runs around this binary): allocation, nodes
 // from SLURM_JOB_NODELIST, commands and training as srun steps, stop on failure, and no
-// allocation left behind.
+// allocation left behind. (The cluster-file rules of scheduler slurm are unit tests.)
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -98,37 +98,6 @@ TEST_F(Slurm, AHungRunIsStoppedAndTheAllocationCancelledEvenWithoutTeardownCall)
     EXPECT_EQ(steps.find(id + "."), std::string::npos) << steps;
   }  // the Launcher's destructor tears down
   EXPECT_EQ(squeue("--jobs=" + id), "");
-}
-
-TEST(SlurmClusterFile, RulesAndPointers) {
-  auto issues_of = [](const std::string& text) {
-    try {
-      cvs::parse_cluster(text, "c.json");
-    } catch (const cvs::ConfigError& e) {
-      return e.issues();
-    }
-    return std::vector<cvs::ConfigIssue>{};
-  };
-  auto has = [](const std::vector<cvs::ConfigIssue>& v, const std::string& ptr) {
-    for (const auto& i : v)
-      if (i.pointer == ptr) return true;
-    return false;
-  };
-  EXPECT_TRUE(has(issues_of(R"({"scheduler": "slurm"})"), "/slurm"));
-  EXPECT_TRUE(has(issues_of(R"({"scheduler": "slurm", "slurm": {}})"), "/slurm/nodes"));
-  EXPECT_TRUE(has(issues_of(R"({"scheduler": "slurm", "slurm": {"nodes": 0}})"), "/slurm/nodes"));
-  EXPECT_TRUE(has(issues_of(R"({"scheduler": "slurm", "slurm": {"nodes": 2, "partitoin": "x"}})"), "/slurm/partitoin"));
-  EXPECT_TRUE(has(issues_of(R"({"scheduler": "slurm", "slurm": {"nodes": 2}, "nodes": ["a"]})"), "/nodes"));
-  EXPECT_TRUE(has(issues_of(R"({"scheduler": "pbs", "nodes": ["a"]})"), "/scheduler"));
-  auto c = cvs::parse_cluster(R"({"scheduler": "slurm", "slurm": {"nodes": 4, "partition": "gpu", "container_image": "rocm/jax:x"}})", "c");
-  EXPECT_EQ(c.nodes.size(), 4u);
-  EXPECT_EQ(c.nodes[3].transport, "slurm");
-  c.slurm.job_id = "42";
-  c.nodes[1].host = "gpu-07";
-  cvs::Transport t(c);
-  EXPECT_EQ(t.wrap(c.nodes[1], {"hostname"}),
-            (std::vector<std::string>{"srun", "--jobid=42", "--nodes=1", "--ntasks=1", "--nodelist=gpu-07", "--overlap", "--quiet",
-                                      "--kill-on-bad-exit=1", "--container-image=rocm/jax:x", "--", "hostname"}));
 }
 
 }  // namespace

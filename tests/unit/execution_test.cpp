@@ -85,15 +85,19 @@ TEST(Cluster, ParsesNodesHeadAndSsh) {
   EXPECT_EQ(c.ssh.connect_timeout_s, 3);
 }
 
+namespace {
+std::vector<cvs::ConfigIssue> cluster_issues(const std::string& text) {
+  try {
+    cvs::parse_cluster(text, "c.json");
+  } catch (const cvs::ConfigError& e) {
+    return e.issues();
+  }
+  return {};
+}
+}  // namespace
+
 TEST(Cluster, ErrorsCarryPointers) {
-  auto issues_of = [](const std::string& text) {
-    try {
-      cvs::parse_cluster(text, "c.json");
-    } catch (const cvs::ConfigError& e) {
-      return e.issues();
-    }
-    return std::vector<cvs::ConfigIssue>{};
-  };
+  const auto issues_of = cluster_issues;
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": []})"), "/nodes", "non-empty"));
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a", "a"]})"), "/nodes/1/name", "twice"));
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "head": "b"})"), "/head", "not the name"));
@@ -103,6 +107,28 @@ TEST(Cluster, ErrorsCarryPointers) {
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["gpu-01", "gpu-02"], "coordinator_address": "127.0.0.1"})"),
                                    "/coordinator_address", "never rendezvous"));
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "nodez": 1})"), "/nodez", "unknown key"));
+}
+
+TEST(Cluster, SlurmSchedulerRulesAndSrunArgv) {
+  using cvs::test::has_issue;
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm"})"), "/slurm"));
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {}})"), "/slurm/nodes"));
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 0}})"), "/slurm/nodes"));
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 2, "partitoin": "x"}})"), "/slurm/partitoin"));
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 2}, "nodes": ["a"]})"), "/nodes"));
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "pbs", "nodes": ["a"]})"), "/scheduler"));
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 1}, "overrides": []})"), "/overrides"));
+  auto c = cvs::parse_cluster(
+      R"({"scheduler": "slurm", "slurm": {"nodes": 4, "partition": "gpu", "container_image": "rocm/jax:x"}, "overrides": {"gpus_per_node": 4}})", "c");
+  EXPECT_EQ(c.nodes.size(), 4u);
+  EXPECT_EQ(c.nodes[3].transport, "slurm");
+  EXPECT_EQ(c.overrides["gpus_per_node"], 4);
+  c.slurm.job_id = "42";
+  c.nodes[1].host = "gpu-07";
+  cvs::Transport t(c);
+  EXPECT_EQ(t.wrap(c.nodes[1], {"hostname"}),
+            (Argv{"srun", "--jobid=42", "--nodes=1", "--ntasks=1", "--nodelist=gpu-07", "--overlap", "--quiet",
+                  "--kill-on-bad-exit=1", "--container-image=rocm/jax:x", "--", "hostname"}));
 }
 
 TEST(Cluster, OverridesMergeOntoTheConfig) {
