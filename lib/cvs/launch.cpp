@@ -11,6 +11,7 @@
 
 #include "cvs/maxtext_yaml.hpp"
 #include "cvs/node_agent.hpp"
+#include "cvs/node_stream.hpp"
 #include "cvs/text_file.hpp"
 
 namespace fs = std::filesystem;
@@ -21,7 +22,9 @@ namespace cvs {
 std::atomic<bool> g_interrupted{false};
 
 namespace {
-extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+extern "C" void on_interrupt(int) {
+  g_interrupted.store(true);
+}
 
 bool has_env(const EnvList& env, const std::string& key) {
   for (const auto& [k, v] : env)
@@ -66,12 +69,16 @@ Launcher::Launcher(const SuiteConfig& cfg, Cluster& cluster, PollPolicy policy)
   raise_fd_limit();
 }
 
-Launcher::~Launcher() { teardown(); }
+Launcher::~Launcher() {
+  teardown();
+}
 
-std::string Launcher::run_dir(const std::string& run_name) const { return cfg_.paths.log_dir + "/" + run_name; }
+std::string Launcher::run_dir(const std::string& run_name) const {
+  return cfg_.paths.log_dir + "/" + run_name;
+}
 
-std::vector<ProcResult> Launcher::exec_all(const std::vector<std::string>& cmd, std::chrono::milliseconds timeout,
-                                           const EnvList& env) const {
+std::vector<ProcResult> Launcher::exec_all(const std::vector<std::string>& cmd,
+                                           std::chrono::milliseconds timeout, const EnvList& env) const {
   std::vector<std::vector<std::string>> per_node(cluster_.nodes.size(), runtime_->exec_argv(cmd, env));
   return fan_out(transport_, per_node, timeout);
 }
@@ -93,7 +100,8 @@ EnvList Launcher::node_env(std::size_t rank) const {
     e.emplace_back("JOB_COMPLETION_INDEX", std::to_string(rank));
     e.emplace_back("PROCESSES_IN_JOB", n);
     e.emplace_back("JAX_PROCESS_COUNT", n);
-    if (!has_env(cenv, "JAX_CPU_COLLECTIVES_IMPLEMENTATION")) e.emplace_back("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "gloo");
+    if (!has_env(cenv, "JAX_CPU_COLLECTIVES_IMPLEMENTATION"))
+      e.emplace_back("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "gloo");
   }
   std::error_code ec;
   if (!cfg_.paths.hf_token_file.empty() && fs::is_regular_file(cfg_.paths.hf_token_file, ec)) {
@@ -103,29 +111,33 @@ EnvList Launcher::node_env(std::size_t rank) const {
   return e;
 }
 
+std::vector<std::string> Launcher::agent_argv(std::size_t rank, const std::vector<std::string>& program,
+                                              const EnvList& env) const {
+  if (cluster_.is_slurm()) return program;  // the agent runs here; training is an srun step
+  return transport_.wrap(cluster_.nodes[rank], runtime_->exec_argv(program, env));
+}
+
 std::vector<ProcResult> Launcher::agent_fan_out(const std::vector<std::vector<std::string>>& per_node,
-                                                std::chrono::milliseconds timeout, const std::vector<EnvList>& env) const {
-  if (!cluster_.is_slurm()) {
-    std::vector<std::vector<std::string>> wrapped(per_node.size());
-    for (std::size_t r = 0; r < per_node.size(); ++r)
-      wrapped[r] = runtime_->exec_argv(per_node[r], r < env.size() ? env[r] : EnvList{});
-    return fan_out(transport_, wrapped, timeout);
-  }
+                                                std::chrono::milliseconds timeout,
+                                                const std::vector<EnvList>& env) const {
   std::vector<ProcRequest> reqs;
-  for (std::size_t r = 0; r < per_node.size(); ++r) reqs.push_back({per_node[r], timeout, cluster_.nodes[r].name});
+  for (std::size_t r = 0; r < per_node.size(); ++r)
+    reqs.push_back(
+        {agent_argv(r, per_node[r], r < env.size() ? env[r] : EnvList{}), timeout, cluster_.nodes[r].name});
   return run_all(reqs);
 }
 
 std::vector<std::string> Launcher::allocate() {
   auto& s = cluster_.slurm;
-  std::vector<std::string> argv = {"salloc", "--no-shell", "--job-name=cvs-" + os_user(), "--nodes=" + std::to_string(s.nodes),
-                                   "--ntasks-per-node=1"};
+  std::vector<std::string> argv = {"salloc", "--no-shell", "--job-name=cvs-" + os_user(),
+                                   "--nodes=" + std::to_string(s.nodes), "--ntasks-per-node=1"};
   if (!s.partition.empty()) argv.push_back("--partition=" + s.partition);
   if (!s.account.empty()) argv.push_back("--account=" + s.account);
   if (!s.time_limit.empty()) argv.push_back("--time=" + s.time_limit);
   argv.insert(argv.end(), s.extra_args.begin(), s.extra_args.end());
   spdlog::info("slurm: allocating {} node(s): {}", s.nodes, shell_join(argv));
-  auto r = run_one({argv, std::chrono::milliseconds(static_cast<long long>(policy_.startup_s * 1000)), "salloc"});
+  auto r =
+      run_one({argv, std::chrono::milliseconds(static_cast<long long>(policy_.startup_s * 1000)), "salloc"});
   const std::string all = r.err + r.out;
   const std::string granted = "Granted job allocation ";
   if (auto p = all.find(granted); p != std::string::npos) {
@@ -135,7 +147,8 @@ std::vector<std::string> Launcher::allocate() {
   }
   if (s.job_id.empty()) return {"slurm: salloc did not grant an allocation: " + r.describe()};
   allocated_ = true;
-  auto list = run_one({{"squeue", "--noheader", "--jobs=" + s.job_id, "--format=%N"}, std::chrono::seconds(60), "squeue"});
+  auto list = run_one(
+      {{"squeue", "--noheader", "--jobs=" + s.job_id, "--format=%N"}, std::chrono::seconds(60), "squeue"});
   std::string nodelist = list.out.substr(0, list.out.find('\n'));
   auto hosts = run_one({{"scontrol", "show", "hostnames", nodelist}, std::chrono::seconds(60), "scontrol"});
   std::vector<std::string> names;
@@ -143,8 +156,8 @@ std::vector<std::string> Launcher::allocate() {
   for (std::string h; std::getline(ss, h);)
     if (!h.empty()) names.push_back(h);
   if (!list.ok() || !hosts.ok() || names.size() != static_cast<std::size_t>(s.nodes))
-    return {"slurm: job " + s.job_id + ": could not read its " + std::to_string(s.nodes) + " node(s) from '" + nodelist +
-            "': " + (list.ok() ? hosts.describe() : list.describe())};
+    return {"slurm: job " + s.job_id + ": could not read its " + std::to_string(s.nodes) + " node(s) from '" +
+            nodelist + "': " + (list.ok() ? hosts.describe() : list.describe())};
   for (std::size_t i = 0; i < names.size(); ++i) {
     cluster_.nodes[i].name = names[i];
     cluster_.nodes[i].host = names[i];
@@ -159,7 +172,9 @@ void Launcher::cancel_slurm_steps() const {
   // A killed srun does not always take its step with it: cancel what is left of this run.
   const auto& id = cluster_.slurm.job_id;
   for (int i = 0; i < 40; ++i) {
-    auto q = run_one({{"squeue", "--noheader", "--steps", "--jobs=" + id, "--format=%i"}, std::chrono::seconds(30), "squeue"});
+    auto q = run_one({{"squeue", "--noheader", "--steps", "--jobs=" + id, "--format=%i"},
+                      std::chrono::seconds(30),
+                      "squeue"});
     std::vector<std::string> steps;
     std::stringstream ss(q.out);
     for (std::string s; ss >> s;)
@@ -184,7 +199,8 @@ std::vector<std::string> Launcher::setup() {
     for (std::size_t i = 0; i < rs.size(); ++i)
       if (!rs[i].ok())
         problems.push_back(cluster_.nodes[i].name + ": " + what + ": " +
-                           (is_unreachable(cluster_.nodes[i], rs[i]) ? "node unreachable: " : "") + rs[i].describe());
+                           (is_unreachable(cluster_.nodes[i], rs[i]) ? "node unreachable: " : "") +
+                           rs[i].describe());
   };
   auto launch = runtime_->launch_argv();
   if (!launch.empty()) {
@@ -207,7 +223,8 @@ std::vector<std::string> Launcher::setup() {
     if (!problems.empty()) return problems;
   }
   if (!tp.maxtext_install_cmd.empty()) {
-    check(exec_all({"sh", "-c", "cd \"$1\" && sh -c \"$2\"", "cvs-install", tp.maxtext_root, tp.maxtext_install_cmd},
+    check(exec_all({"sh", "-c", "cd \"$1\" && sh -c \"$2\"", "cvs-install", tp.maxtext_root,
+                    tp.maxtext_install_cmd},
                    timeout),
           "maxtext_install_cmd");
     if (!problems.empty()) return problems;
@@ -238,7 +255,8 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
   const auto t0 = Clock::now();
   const std::size_t n = cluster_.nodes.size();
   const std::string rdir = run_dir(req.run_name) + (req.attempt.empty() ? "" : "/" + req.attempt);
-  const std::string tdir = cfg_.paths.temp_dir + "/" + req.run_name + (req.attempt.empty() ? "" : "/" + req.attempt);
+  const std::string tdir =
+      cfg_.paths.temp_dir + "/" + req.run_name + (req.attempt.empty() ? "" : "/" + req.attempt);
   const std::string yaml = to_maxtext_yaml(req.maxtext_config);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   auto fail = [&](std::string msg) {
@@ -280,10 +298,12 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
   // 1. The MaxText YAML on every node (one file per rank: nodes may share a filesystem).
   {
     std::vector<std::vector<std::string>> writes(n);
-    for (std::size_t r = 0; r < n; ++r) writes[r] = runtime_->exec_argv(agent::write_file(yamls[r], yaml, false), {});
+    for (std::size_t r = 0; r < n; ++r)
+      writes[r] = runtime_->exec_argv(agent::write_file(yamls[r], yaml, false), {});
     auto rs = fan_out(transport_, writes, std::chrono::seconds(60));
     for (std::size_t r = 0; r < n; ++r)
-      if (!rs[r].ok()) return fail(cluster_.nodes[r].name + ": writing " + yamls[r] + ": " + rs[r].describe());
+      if (!rs[r].ok())
+        return fail(cluster_.nodes[r].name + ": writing " + yamls[r] + ": " + rs[r].describe());
   }
   // 2. Start training detached on every node at once.
   {
@@ -305,7 +325,8 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
         out.nodes[r].state = "running";
         pid_files_live_.push_back(pids[r]);
       } else {
-        problems += (problems.empty() ? "" : "; ") + cluster_.nodes[r].name + ": start failed: " + rs[r].describe();
+        problems +=
+            (problems.empty() ? "" : "; ") + cluster_.nodes[r].name + ": start failed: " + rs[r].describe();
       }
     }
     if (!problems.empty()) {
@@ -316,10 +337,79 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     }
   }
 
+  // 3. Stream every node's log: one long-lived stream per node pushes its run state and the log
+  //    bytes written since its last frame, every interval; all streams are read here on one
+  //    thread, so a poll costs no process and no round trip per node.
+  StreamSet streams;
+  const double interval_s = std::chrono::duration<double>(policy_.interval).count();
+  auto stream_request = [&](std::size_t r) {
+    auto program = agent::stream(logs[r], rcs[r], pids[r], offsets[r], interval_s,
+                                 policy_.max_bytes_per_frame, policy_.stop_grace_s);
+    return ProcRequest{agent_argv(r, program), {}, cluster_.nodes[r].name};
+  };
+  for (std::size_t r = 0; r < n; ++r) streams.add(stream_request(r));
+  std::vector<bool> final_frame(n, false);  // the stream sent its last frame (state not running)
+  std::vector<int> restarts(n, 0);
+  std::vector<std::string> lost(n);  // why a node counts as unreachable
+  bool stop_sent = false;
+  std::vector<double> next_restart_s(n, 0.0);
+  std::string shrank;
+  auto apply = [&](std::size_t r, StreamFrame& f) {
+    auto& no = out.nodes[r];
+    if (f.size >= 0 && static_cast<unsigned long long>(f.size) < offsets[r] && shrank.empty())
+      shrank = no.node + ": " + logs[r] + " shrank during the run (truncated or replaced)";
+    if (!f.data.empty()) {
+      copies[r]->write(f.data.data(), static_cast<std::streamsize>(f.data.size()));
+      scanners[r]->feed(f.data);
+      offsets[r] += f.data.size();
+    }
+    no.state = f.state;
+    no.exit_code = f.exit_code;
+    if (f.state != "running") final_frame[r] = true;
+    const auto& sr = scanners[r]->result();
+    if (!sr.steps.empty()) {
+      no.last_step = sr.steps.back().step;
+      no.last_step_seconds = sr.steps.back().seconds.value_or(0.0);
+    }
+  };
+
+  // Stop: one "stop" line per live stream; the node stops its run and its stream ends with a
+  // final frame (the log read to its end). A node whose stream is gone or does not confirm in
+  // time gets the stop program, as do nodes whose run already ended (a crashed rank's leftovers).
   auto stop_all = [&] {
-    std::vector<std::vector<std::string>> stops(n);
-    for (std::size_t r = 0; r < n; ++r) stops[r] = agent::stop(pids[r], 10);
-    agent_fan_out(stops, std::chrono::seconds(60));
+    stop_sent = true;
+    const auto stop_t0 = Clock::now();
+    std::vector<bool> asked(n, false);
+    for (std::size_t r = 0; r < n; ++r) asked[r] = !final_frame[r] && streams.send(r, "stop");
+    const auto deadline =
+        Clock::now() + std::chrono::seconds(policy_.stop_grace_s + 5) + 2 * policy_.interval;
+    auto waiting = [&] {
+      for (std::size_t r = 0; r < n; ++r)
+        if (asked[r] && !final_frame[r] && !streams.ended(r)) return true;
+      return false;
+    };
+    while (waiting() && Clock::now() < deadline) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      auto ups = streams.collect(std::min<std::chrono::milliseconds>(std::chrono::milliseconds(100), left));
+      for (std::size_t r = 0; r < n; ++r)
+        for (auto& f : ups[r].frames) apply(r, f);
+    }
+    std::vector<std::size_t> rest;
+    for (std::size_t r = 0; r < n; ++r)
+      if (!asked[r] || !final_frame[r] || out.nodes[r].state != "stopped") rest.push_back(r);
+    spdlog::info(
+        "[{}] stop: {} node(s) confirmed through their streams in {:.2f} s; {} left to the stop program",
+        req.label, n - rest.size(), std::chrono::duration<double>(Clock::now() - stop_t0).count(),
+        rest.size());
+    if (!rest.empty()) {
+      std::vector<ProcRequest> reqs;
+      for (auto r : rest)
+        reqs.push_back({agent_argv(r, agent::stop(pids[r], policy_.stop_grace_s)), std::chrono::seconds(60),
+                        cluster_.nodes[r].name});
+      auto rs = run_all(reqs);
+      for (std::size_t k = 0; k < rest.size(); ++k)
+        if (!rs[k].ok()) spdlog::warn("{}: stop: {}", cluster_.nodes[rest[k]].name, rs[k].describe());
+    }
     if (cluster_.is_slurm()) cancel_slurm_steps();
   };
   auto finish_scans = [&] {
@@ -334,57 +424,27 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     pid_files_live_ = still;
   };
 
-  // 3. Poll: one round trip per node per poll, all nodes at once.
-  const double budget = policy_.budget_for(req.steps);
-  const long long final_step = req.steps - 1;
-  bool drained_once = false;
-  while (true) {
-    std::vector<std::vector<std::string>> polls(n);
-    for (std::size_t r = 0; r < n; ++r)
-      polls[r] = agent::poll(logs[r], rcs[r], pids[r], offsets[r], policy_.max_bytes_per_poll);
-    auto rs = agent_fan_out(polls, policy_.command_timeout);
-    bool more_pending = false;
-    std::string failure;
-    for (std::size_t r = 0; r < n; ++r) {
-      auto& no = out.nodes[r];
-      auto reply = rs[r].ok() ? agent::parse_poll_reply(rs[r].out) : std::nullopt;
-      if (!reply) {
-        no.state = "unreachable";
-        if (failure.empty())
-          failure = no.node + ": node unreachable while polling " + logs[r] + ": " + rs[r].describe();
-        continue;
-      }
-      // The size is read before the bytes: the log may grow in between, never shrink below
-      // what was already read.
-      if (reply->size >= 0 && static_cast<unsigned long long>(reply->size) < offsets[r] && failure.empty())
-        failure = no.node + ": " + logs[r] + " shrank during the run (truncated or replaced)";
-      if (!reply->data.empty()) {
-        copies[r]->write(reply->data.data(), static_cast<std::streamsize>(reply->data.size()));
-        scanners[r]->feed(reply->data);
-        offsets[r] += reply->data.size();
-      }
-      if (reply->size >= 0 && static_cast<unsigned long long>(reply->size) > offsets[r]) more_pending = true;
-      no.state = reply->state;
-      no.exit_code = reply->exit_code;
-      const auto& sr = scanners[r]->result();
-      if (!sr.steps.empty()) {
-        no.last_step = sr.steps.back().step;
-        no.last_step_seconds = sr.steps.back().seconds.value_or(0.0);
-      }
-    }
-    // Every node's problem of this poll, most causal first: a node that is unreachable, gone or
-    // exited non-zero usually explains the collective errors its peers print right after.
+  // Every node's problem, most causal first: a node that is unreachable, gone or exited non-zero
+  // usually explains the collective errors its peers print right after. Evaluated again after a
+  // stop, when every stream has sent its last frame: a node that died just before its peers
+  // reported errors is named first even if its own frame came later.
+  auto verdict = [&]() -> std::string {
     std::vector<std::string> dead, errors;
-    if (!failure.empty()) dead.push_back(failure);
+    if (!shrank.empty()) dead.push_back(shrank);
     for (std::size_t r = 0; r < n; ++r) {
+      if (!lost[r].empty()) dead.push_back(lost[r]);
       const auto& no = out.nodes[r];
       if (no.state == "gone")
         dead.push_back(no.node + ": the training process is gone without an exit code (killed?); last step " +
-                       (no.last_step ? std::to_string(*no.last_step) : std::string("none")) + ", log " + logs[r]);
+                       (no.last_step ? std::to_string(*no.last_step) : std::string("none")) + ", log " +
+                       logs[r]);
+      else if (no.state == "stopped" && !stop_sent)
+        dead.push_back(no.node + ": the run was stopped from outside this suite (" + pids[r] +
+                       ".stopped exists)");
       else if (no.state == "exited" && no.exit_code != 0) {
         copies[r]->flush();
-        dead.push_back(no.node + ": training exited with code " + std::to_string(no.exit_code) + "; last lines of " +
-                       logs[r] + ":\n" + last_lines(read_text(no.local_log), 5));
+        dead.push_back(no.node + ": training exited with code " + std::to_string(no.exit_code) +
+                       "; last lines of " + logs[r] + ":\n" + last_lines(read_text(no.local_log), 5));
       }
       const auto& sr = scanners[r]->result();
       if (const auto* e = sr.first_error()) {
@@ -405,10 +465,56 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
           }
       }
     }
-    failure.clear();
+    std::string failure;
     for (const auto* list : {&dead, &errors})
       for (const auto& m : *list) failure += (failure.empty() ? "" : "; ") + m;
-    if (progress) {
+    return failure;
+  };
+
+  const double budget = policy_.budget_for(req.steps);
+  const long long final_step = req.steps - 1;
+  const double silence_s = std::chrono::duration<double>(policy_.silence_timeout).count();
+  // The streams push every interval; reading them four times as often bounds the time from a
+  // node's frame to its verdict. Progress is reported once per interval.
+  const auto tick = std::max<std::chrono::milliseconds>(policy_.interval / 4, std::chrono::milliseconds(10));
+  double last_progress = -1e9;
+  while (true) {
+    auto ups = streams.collect(tick);
+    for (std::size_t r = 0; r < n; ++r) {
+      auto& u = ups[r];
+      auto& no = out.nodes[r];
+      for (auto& f : u.frames) apply(r, f);
+      if (final_frame[r]) continue;
+      std::string why;
+      if (!u.framing_error.empty()) {
+        why = "its log stream broke: " + u.framing_error;
+      } else if (u.ended) {
+        why = "its log stream ended without a final frame (" +
+              (u.spawn_error.empty() ? "exit " + std::to_string(u.exit_code)
+                                     : "could not start: " + u.spawn_error) +
+              (u.err_tail.empty() ? "" : ": " + last_lines(u.err_tail, 2)) + ")";
+        // A dropped connection gets three more streams, one interval apart, before the node
+        // counts as unreachable.
+        if (restarts[r] < 3 && u.spawn_error.empty()) {
+          if (elapsed() < next_restart_s[r]) continue;
+          ++restarts[r];
+          next_restart_s[r] = elapsed() + interval_s;
+          spdlog::warn("{}: {}; restarting it from byte {} ({}/3)", no.node, why, offsets[r], restarts[r]);
+          streams.restart(r, stream_request(r));
+          continue;
+        }
+      } else if (u.silent_s > silence_s) {
+        why = "no frame from its log stream for " + std::to_string(static_cast<long long>(u.silent_s)) + " s";
+      }
+      if (!why.empty()) {
+        no.state = "unreachable";
+        final_frame[r] = true;  // nothing more comes from it
+        lost[r] = no.node + ": node unreachable while streaming " + logs[r] + ": " + why;
+      }
+    }
+    const std::string failure = verdict();
+    if (progress && (elapsed() - last_progress >= 0.9 * interval_s || !failure.empty())) {
+      last_progress = elapsed();
       Progress p;
       p.label = req.label;
       p.total = req.steps;
@@ -434,33 +540,25 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     if (!failure.empty()) {
       stop_all();
       finish_scans();
-      return fail(failure);
+      return fail(verdict());
     }
     bool all_exited = true;
-    for (const auto& no : out.nodes)
-      if (no.state != "exited") all_exited = false;
-    if (all_exited && (!more_pending || drained_once)) {
+    for (std::size_t r = 0; r < n; ++r)
+      if (!final_frame[r] || out.nodes[r].state != "exited") all_exited = false;
+    if (all_exited) {  // every exit code is 0 here (a non-zero one failed above)
       finish_scans();
-      for (std::size_t r = 0; r < n; ++r) {
-        const auto& no = out.nodes[r];
-        if (no.exit_code != 0) {
-          stop_all();
-          return fail(no.node + ": training exited with code " + std::to_string(no.exit_code) + "; last lines of " +
-                      logs[r] + ":\n" + last_lines(read_text(no.local_log), 5));
-        }
-      }
       const auto& head = out.nodes[0].scan;
       if (head.steps.empty() || head.steps.back().step != final_step)
         return fail(out.nodes[0].node + ": exited 0 but the final step " + std::to_string(final_step) +
                     " was never logged (last step " +
-                    (head.steps.empty() ? std::string("none") : std::to_string(head.steps.back().step)) + ")");
+                    (head.steps.empty() ? std::string("none") : std::to_string(head.steps.back().step)) +
+                    ")");
       out.ok = true;
       out.completed = true;
       out.wall_seconds = elapsed();
       spdlog::info("[{}] completed {} steps in {:.1f} s", req.label, req.steps, out.wall_seconds);
       return out;
     }
-    if (all_exited) drained_once = true;  // one more round to read what was appended before exit
     if (g_interrupted.load()) {
       stop_all();
       finish_scans();
@@ -473,11 +571,11 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
       out.timed_out = true;
       return fail("poll budget exceeded: " + std::to_string(static_cast<long long>(budget)) + " s (" +
                   std::to_string(static_cast<long long>(policy_.startup_s)) + " s startup + " +
-                  std::to_string(req.steps) + " steps x " + std::to_string(static_cast<long long>(policy_.per_step_s)) +
-                  " s); last step on " + out.nodes[0].node + ": " +
+                  std::to_string(req.steps) + " steps x " +
+                  std::to_string(static_cast<long long>(policy_.per_step_s)) + " s); last step on " +
+                  out.nodes[0].node + ": " +
                   (out.nodes[0].last_step ? std::to_string(*out.nodes[0].last_step) : std::string("none")));
     }
-    if (!more_pending) std::this_thread::sleep_for(policy_.interval);
   }
 }
 
@@ -485,7 +583,8 @@ std::vector<std::string> Launcher::teardown() {
   std::vector<std::string> problems;
   if (!pid_files_live_.empty()) {
     for (const auto& p : pid_files_live_)
-      agent_fan_out(std::vector<std::vector<std::string>>(cluster_.nodes.size(), agent::stop(p, 10)), std::chrono::seconds(60));
+      agent_fan_out(std::vector<std::vector<std::string>>(cluster_.nodes.size(), agent::stop(p, 10)),
+                    std::chrono::seconds(60));
     pid_files_live_.clear();
   }
   if (launched_) {
@@ -505,13 +604,16 @@ std::vector<std::string> Launcher::teardown() {
     auto c = run_one({{"scancel", id}, std::chrono::seconds(60), "scancel"});
     bool gone = false;
     for (int i = 0; i < 60 && !gone; ++i) {
-      auto q = run_one({{"squeue", "--noheader", "--jobs=" + id, "--format=%T"}, std::chrono::seconds(30), "squeue"});
-      gone = q.out.find_first_not_of(" \n") == std::string::npos || q.out.find("COMPLETED") != std::string::npos ||
-             q.out.find("CANCELLED") != std::string::npos;
+      auto q = run_one(
+          {{"squeue", "--noheader", "--jobs=" + id, "--format=%T"}, std::chrono::seconds(30), "squeue"});
+      gone = q.out.find_first_not_of(" \n") == std::string::npos ||
+             q.out.find("COMPLETED") != std::string::npos || q.out.find("CANCELLED") != std::string::npos;
       if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
-    if (!gone) problems.push_back("slurm: job " + id + " still listed after scancel: " + c.describe());
-    else spdlog::info("slurm: job {} released", id);
+    if (!gone)
+      problems.push_back("slurm: job " + id + " still listed after scancel: " + c.describe());
+    else
+      spdlog::info("slurm: job {} released", id);
   }
   return problems;
 }

@@ -32,14 +32,17 @@ struct PollPolicy {
   std::chrono::milliseconds interval{std::chrono::seconds(5)};
   double startup_s = 1800;
   double per_step_s = 120;
-  std::chrono::milliseconds command_timeout{std::chrono::seconds(60)};  // one poll round trip
-  unsigned long long max_bytes_per_poll = 16u << 20;
+  // A node's stream that sends no frame for this long (it sends one every interval) marks the
+  // node unreachable.
+  std::chrono::milliseconds silence_timeout{std::chrono::seconds(60)};
+  unsigned long long max_bytes_per_frame = 16u << 20;
+  int stop_grace_s = 10;  // TERM, then KILL after this many seconds
   double budget_for(long long steps) const { return startup_s + static_cast<double>(steps) * per_step_s; }
 };
 
 struct RunRequest {
-  std::string run_name;  // unique per run (never reuses an old log directory)
-  std::string label;     // sweep key, "smoke", "ckpt-phase1"...
+  std::string run_name;        // unique per run (never reuses an old log directory)
+  std::string label;           // sweep key, "smoke", "ckpt-phase1"...
   OrderedJson maxtext_config;  // complete: run_name and base_output_directory injected
   long long steps = 0;         // MaxText steps; the final step line is steps - 1
   std::string attempt;  // sub-directory of the run dir, e.g. "phase2" when a run_name is reused to resume
@@ -51,7 +54,7 @@ struct NodeOutcome {
   int rank = 0;
   std::string remote_log;
   std::filesystem::path local_log;
-  std::string state;  // running | exited | gone | unreachable | not started
+  std::string state;  // running | exited | gone | stopped | unreachable | not started
   int exit_code = -1;
   ScanResult scan;
   std::optional<long long> last_step;
@@ -60,10 +63,10 @@ struct NodeOutcome {
 
 struct RunOutcome {
   bool ok = false;
-  bool completed = false;       // the final step line was seen and every node exited 0
+  bool completed = false;  // the final step line was seen and every node exited 0
   bool timed_out = false;
   bool interrupted = false;
-  std::string failure;          // one message with node and line, empty when ok
+  std::string failure;  // one message with node and line, empty when ok
   std::optional<ErrorMatch> first_error;
   std::string first_error_node;
   std::vector<NodeOutcome> nodes;  // rank order; nodes[0] is the head (metrics source)
@@ -117,7 +120,11 @@ class Launcher {
   // and the transport), or on this host for slurm, where training runs as a foreground srun step
   // that streams its output here.
   std::vector<ProcResult> agent_fan_out(const std::vector<std::vector<std::string>>& per_node,
-                                        std::chrono::milliseconds timeout, const std::vector<EnvList>& env = {}) const;
+                                        std::chrono::milliseconds timeout,
+                                        const std::vector<EnvList>& env = {}) const;
+  // The local argv that runs a node-agent program for node `rank` where the agent lives.
+  std::vector<std::string> agent_argv(std::size_t rank, const std::vector<std::string>& program,
+                                      const EnvList& env = {}) const;
 
   const SuiteConfig& cfg_;
   Cluster& cluster_;

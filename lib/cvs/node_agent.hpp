@@ -15,21 +15,22 @@ std::vector<std::string> write_file(const std::string& path, const std::string& 
 // Starts argv detached in its own session with stdout+stderr to `log`; records the exit code in
 // `rc_file` and the session id in `pid_file`. Refuses (exit 17) when `log` already exists: a new
 // run never appends to an old log.
-std::vector<std::string> start_detached(const std::string& log, const std::string& rc_file, const std::string& pid_file,
-                                        const std::vector<std::string>& argv);
+std::vector<std::string> start_detached(const std::string& log, const std::string& rc_file,
+                                        const std::string& pid_file, const std::vector<std::string>& argv);
 
-// One round trip per poll: a header line "CVS-POLL <size> <state> [rc]" then up to max_bytes of
-// the log after `offset`. state: running | exited <rc> | gone (no process and no exit code).
-std::vector<std::string> poll(const std::string& log, const std::string& rc_file, const std::string& pid_file,
-                              unsigned long long offset, unsigned long long max_bytes);
-
-struct PollReply {
-  long long size = -1;  // -1: the log does not exist yet
-  std::string state;    // running | exited | gone
-  int exit_code = -1;
-  std::string data;     // log bytes after the offset
-};
-std::optional<PollReply> parse_poll_reply(const std::string& out);
+// The log stream of one node: a long-lived program that pushes, every `interval_s`, one frame
+// "CVS-FRAME <size> <n> <state>\n" followed by exactly n bytes of the log after what it already
+// sent (n <= max_bytes; a full frame is followed at once by the next). state: running |
+// exited <rc> | gone (no process and no exit code) | stopped (stopped on request). The state is
+// read before the size, so the frame that reports the exit carries every byte written before it;
+// the program exits after the first frame that is not "running" and leaves nothing unsent.
+// A line "stop" on its standard input stops the run (TERM to its session, KILL after
+// grace_seconds) and the final frame follows at once; a run that was already dead when the stop
+// came keeps its own state (gone or exited), so the cause is not hidden by the stop. End of
+// input means the controller is gone and ends the stream, never the run.
+std::vector<std::string> stream(const std::string& log, const std::string& rc_file,
+                                const std::string& pid_file, unsigned long long offset, double interval_s,
+                                unsigned long long max_bytes, int grace_seconds);
 
 // TERM to the run's whole session, KILL after a grace period.
 std::vector<std::string> stop(const std::string& pid_file, int grace_seconds);

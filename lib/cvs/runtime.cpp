@@ -21,17 +21,23 @@ std::vector<std::string> ContainerRuntime::launch_argv() const {
   return v;
 }
 
-std::vector<std::string> ContainerRuntime::exec_argv(const std::vector<std::string>& cmd, const EnvList& extra_env) const {
-  std::vector<std::string> v = {cli_, "exec"};
+std::vector<std::string> ContainerRuntime::exec_argv(const std::vector<std::string>& cmd,
+                                                     const EnvList& extra_env) const {
+  // --interactive: a node stream reads its stop line from stdin, and the end of that input tells
+  // it that the suite is gone (an exec'd process outlives a killed `docker exec` client).
+  std::vector<std::string> v = {cli_, "exec", "--interactive"};
   for (const auto& [k, val] : extra_env) v.insert(v.end(), {"--env", k + "=" + val});
   v.push_back(c_.name);
   v.insert(v.end(), cmd.begin(), cmd.end());
   return v;
 }
 
-std::vector<std::string> ContainerRuntime::teardown_argv() const { return {cli_, "rm", "--force", c_.name}; }
+std::vector<std::string> ContainerRuntime::teardown_argv() const {
+  return {cli_, "rm", "--force", c_.name};
+}
 
-std::vector<std::string> LocalRuntime::exec_argv(const std::vector<std::string>& cmd, const EnvList& extra_env) const {
+std::vector<std::string> LocalRuntime::exec_argv(const std::vector<std::string>& cmd,
+                                                 const EnvList& extra_env) const {
   std::vector<std::string> v = {"env"};
   for (const auto& [k, val] : c_.env) v.push_back(k + "=" + val);
   for (const auto& [k, val] : extra_env) v.push_back(k + "=" + val);

@@ -11,8 +11,8 @@
 #include "cvs/cluster.hpp"
 #include "cvs/launch.hpp"
 #include "cvs/maxtext_yaml.hpp"
-#include "e2e/cpu_policy.hpp"
 #include "cvs/transport.hpp"
+#include "e2e/cpu_policy.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -23,7 +23,8 @@ class SshNetns : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* d = std::getenv("CVS_NETNS_DIR");
-    ASSERT_NE(d, nullptr) << "run through tests/integration/netns_cluster.sh run DIR -- (ctest -L integration does)";
+    ASSERT_NE(d, nullptr)
+        << "run through tests/integration/netns_cluster.sh run DIR -- (ctest -L integration does)";
     dir = d;
     cluster = cvs::load_cluster(dir / "cluster.json");
     root = fs::temp_directory_path() / ("cvs_ssh_" + std::to_string(::getpid()) + "_" +
@@ -60,9 +61,11 @@ TEST_F(SshNetns, EachRankGetsItsOwnLauncherEnv) {
   cvs::Launcher l(cfg, cluster, fast());
   std::vector<std::vector<std::string>> per_node;
   for (std::size_t r = 0; r < 2; ++r)
-    per_node.push_back(l.runtime().exec_argv(
-        {"sh", "-c", "echo \"$NODE_RANK $NNODES $JAX_COORDINATOR_IP $JAX_PROCESS_INDEX $JOB_COMPLETION_INDEX $GLOO_SOCKET_IFNAME\""},
-        l.node_env(r)));
+    per_node.push_back(
+        l.runtime().exec_argv({"sh", "-c",
+                               "echo \"$NODE_RANK $NNODES $JAX_COORDINATOR_IP $JAX_PROCESS_INDEX "
+                               "$JOB_COMPLETION_INDEX $GLOO_SOCKET_IFNAME\""},
+                              l.node_env(r)));
   auto rs = cvs::fan_out(l.transport(), per_node, std::chrono::seconds(30));
   EXPECT_EQ(rs[0].out, "0 2 10.231.0.1 0 0 cvs0\n") << rs[0].describe();
   EXPECT_EQ(rs[1].out, "1 2 10.231.0.1 1 1 cvs0\n") << rs[1].describe();
@@ -88,14 +91,52 @@ TEST_F(SshNetns, AKilledNodeIsDetectedAndTheOtherStopped) {
   auto o = l.run(req, [&](const cvs::Progress& p) {
     if (killed || p.step < 1) return;
     // Kill node ns-b's whole training session from its own shell, over ssh.
-    auto rs = cvs::run_one({l.transport().wrap(cluster.nodes[1], {"sh", "-c", "p=$(cat \"$1\") && [ \"$p\" -gt 1 ] && kill -KILL \"-$p\"", "k", victim_pid}),
-                            std::chrono::seconds(20), "kill"});
+    auto rs = cvs::run_one(
+        {l.transport().wrap(
+             cluster.nodes[1],
+             {"sh", "-c", "p=$(cat \"$1\") && [ \"$p\" -gt 1 ] && kill -KILL \"-$p\"", "k", victim_pid}),
+         std::chrono::seconds(20), "kill"});
     killed = rs.ok();
   });
   ASSERT_TRUE(killed);
   EXPECT_FALSE(o.ok);
   EXPECT_EQ(o.failure.rfind("ns-b: ", 0), 0u) << o.failure;
   EXPECT_EQ(o.nodes[1].state, "gone");
+}
+
+TEST_F(SshNetns, ANodeLostMidRunIsUnreachableOnceItsStreamCannotBeRestarted) {
+  cvs::Launcher l(cfg, cluster, fast());
+  ASSERT_TRUE(l.setup().empty());
+  auto req = cvs::test::cpu_run_request(cfg, "sshlost", 400, root / "report");
+  bool cut = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto o = l.run(req, [&](const cvs::Progress& p) {
+    if (cut || p.step < 1) return;
+    // cvs-b's sshd and every ssh session into it go: the node drops off the network for the
+    // suite, while its training (its own session) runs on.
+    const std::string pidfile = (dir / "sshd_cvs-b.pid").string();
+    cvs::run_one({{"sh", "-c",
+                   "kill \"$(cat \"$1\")\"; for p in $(ip netns pids cvs-b); do "
+                   "[ \"$(cat /proc/$p/comm 2>/dev/null)\" = sshd ] && kill -KILL \"$p\"; done; true",
+                   "cut", pidfile},
+                  std::chrono::seconds(20),
+                  "cut"});
+    cut = true;
+  });
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Leave the namespace as the next test expects it: no training left in cvs-b, sshd back.
+  cvs::run_one({{"sh", "-c",
+                 "for p in $(ip netns pids cvs-b); do kill -KILL \"$p\"; done; "
+                 "ip netns exec cvs-b /usr/sbin/sshd -f \"$1/sshd_cvs-b.conf\" -E \"$1/sshd_cvs-b.log\"",
+                 "restore", dir.string()},
+                std::chrono::seconds(20),
+                "restore"});
+  ASSERT_TRUE(cut);
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.nodes[1].state, "unreachable");
+  EXPECT_NE(o.failure.find("ns-b: node unreachable while streaming"), std::string::npos) << o.failure;
+  EXPECT_NE(o.nodes[0].state, "running") << "the reachable node was stopped";
+  EXPECT_LT(secs, 300.0) << "three failed restarts, one per poll tick, not a hang";
 }
 
 }  // namespace

@@ -21,8 +21,20 @@ TEST(Runtime, DockerRunArgvMatchesTheSpecExample) {
   auto c = cvs::test::load_json(cvs::test::spec_example_untagged());
   auto rt = cvs::make_runtime(c);
   const Argv a = rt->launch_argv();
-  const Argv head = {"docker", "run", "--detach", "--name", "rocm-jaxmaxtext-llama3.3-70b", "--network", "host",
-                     "--ipc", "host", "--privileged", "--shm-size", "256G", "--ulimit", "nofile=65535:65535"};
+  const Argv head = {"docker",
+                     "run",
+                     "--detach",
+                     "--name",
+                     "rocm-jaxmaxtext-llama3.3-70b",
+                     "--network",
+                     "host",
+                     "--ipc",
+                     "host",
+                     "--privileged",
+                     "--shm-size",
+                     "256G",
+                     "--ulimit",
+                     "nofile=65535:65535"};
   ASSERT_GE(a.size(), head.size());
   EXPECT_EQ(Argv(a.begin(), a.begin() + static_cast<long>(head.size())), head);
   auto has_pair = [&](const std::string& f, const std::string& v) {
@@ -34,10 +46,12 @@ TEST(Runtime, DockerRunArgvMatchesTheSpecExample) {
   EXPECT_TRUE(has_pair("--volume", "/home/alice:/home/alice"));
   EXPECT_TRUE(has_pair("--env", "NCCL_IB_HCA=rdma0,rdma1"));
   EXPECT_TRUE(has_pair("--env", "XLA_PYTHON_CLIENT_MEM_FRACTION=0.97"));
-  EXPECT_EQ(Argv(a.end() - 4, a.end()), (Argv{"--entrypoint", "sleep", "rocm/jax-training:maxtext-v26.4", "infinity"}));
+  EXPECT_EQ(Argv(a.end() - 4, a.end()),
+            (Argv{"--entrypoint", "sleep", "rocm/jax-training:maxtext-v26.4", "infinity"}));
   EXPECT_EQ(rt->teardown_argv(), (Argv{"docker", "rm", "--force", "rocm-jaxmaxtext-llama3.3-70b"}));
   EXPECT_EQ(rt->exec_argv({"python3", "train.py"}, {{"NODE_RANK", "1"}}),
-            (Argv{"docker", "exec", "--env", "NODE_RANK=1", "rocm-jaxmaxtext-llama3.3-70b", "python3", "train.py"}));
+            (Argv{"docker", "exec", "--interactive", "--env", "NODE_RANK=1", "rocm-jaxmaxtext-llama3.3-70b",
+                  "python3", "train.py"}));
 }
 
 TEST(Runtime, PodmanHasTheSameShape) {
@@ -74,9 +88,10 @@ TEST(Cluster, DefaultIsOneLocalNode) {
 }
 
 TEST(Cluster, ParsesNodesHeadAndSsh) {
-  auto c = cvs::parse_cluster(R"({"nodes": ["gpu-01", {"name": "n2", "host": "10.0.0.2", "user": "ops", "ssh_key": "/k", "port": 2222}],
+  auto c = cvs::parse_cluster(
+      R"({"nodes": ["gpu-01", {"name": "n2", "host": "10.0.0.2", "user": "ops", "ssh_key": "/k", "port": 2222}],
                                   "head": "n2", "ssh": {"connect_timeout_s": 3}})",
-                              "c.json");
+      "c.json");
   ASSERT_EQ(c.nodes.size(), 2u);
   EXPECT_EQ(c.nodes[0].name, "gpu-01");
   EXPECT_EQ(c.nodes[0].transport, "ssh");
@@ -101,11 +116,13 @@ TEST(Cluster, ErrorsCarryPointers) {
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": []})"), "/nodes", "non-empty"));
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a", "a"]})"), "/nodes/1/name", "twice"));
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "head": "b"})"), "/head", "not the name"));
-  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": [{"host": "a", "port": 0}]})"), "/nodes/0/port", "port"));
+  EXPECT_TRUE(
+      cvs::test::has_issue(issues_of(R"({"nodes": [{"host": "a", "port": 0}]})"), "/nodes/0/port", "port"));
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": [{"host": "10.1.1.1", "transport": "local"}]})"),
                                    "/nodes/0/transport", "not this machine"));
-  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["gpu-01", "gpu-02"], "coordinator_address": "127.0.0.1"})"),
-                                   "/coordinator_address", "never rendezvous"));
+  EXPECT_TRUE(cvs::test::has_issue(
+      issues_of(R"({"nodes": ["gpu-01", "gpu-02"], "coordinator_address": "127.0.0.1"})"),
+      "/coordinator_address", "never rendezvous"));
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "nodez": 1})"), "/nodez", "unknown key"));
 }
 
@@ -114,12 +131,16 @@ TEST(Cluster, SlurmSchedulerRulesAndSrunArgv) {
   EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm"})"), "/slurm"));
   EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {}})"), "/slurm/nodes"));
   EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 0}})"), "/slurm/nodes"));
-  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 2, "partitoin": "x"}})"), "/slurm/partitoin"));
-  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 2}, "nodes": ["a"]})"), "/nodes"));
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 2, "partitoin": "x"}})"),
+                        "/slurm/partitoin"));
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 2}, "nodes": ["a"]})"),
+                        "/nodes"));
   EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "pbs", "nodes": ["a"]})"), "/scheduler"));
-  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 1}, "overrides": []})"), "/overrides"));
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 1}, "overrides": []})"),
+                        "/overrides"));
   auto c = cvs::parse_cluster(
-      R"({"scheduler": "slurm", "slurm": {"nodes": 4, "partition": "gpu", "container_image": "rocm/jax:x"}, "overrides": {"gpus_per_node": 4}})", "c");
+      R"({"scheduler": "slurm", "slurm": {"nodes": 4, "partition": "gpu", "container_image": "rocm/jax:x"}, "overrides": {"gpus_per_node": 4}})",
+      "c");
   EXPECT_EQ(c.nodes.size(), 4u);
   EXPECT_EQ(c.nodes[3].transport, "slurm");
   EXPECT_EQ(c.overrides["gpus_per_node"], 4);
@@ -127,8 +148,8 @@ TEST(Cluster, SlurmSchedulerRulesAndSrunArgv) {
   c.nodes[1].host = "gpu-07";
   cvs::Transport t(c);
   EXPECT_EQ(t.wrap(c.nodes[1], {"hostname"}),
-            (Argv{"srun", "--jobid=42", "--nodes=1", "--ntasks=1", "--nodelist=gpu-07", "--overlap", "--quiet",
-                  "--kill-on-bad-exit=1", "--container-image=rocm/jax:x", "--", "hostname"}));
+            (Argv{"srun", "--jobid=42", "--nodes=1", "--ntasks=1", "--nodelist=gpu-07", "--overlap",
+                  "--quiet", "--kill-on-bad-exit=1", "--container-image=rocm/jax:x", "--", "hostname"}));
 }
 
 TEST(Cluster, OverridesMergeOntoTheConfig) {
@@ -137,8 +158,9 @@ TEST(Cluster, OverridesMergeOntoTheConfig) {
   fs::copy_file(cvs::test::data("configs/mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json"),
                 dir / "mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json");
   std::ofstream(dir / "c.json") << cvs::test::spec_example_untagged().dump();
-  auto cl = cvs::parse_cluster(R"({"nodes": ["a"], "overrides": {"gpus_per_node": 4, "container": {"env": {"NCCL_IB_HCA": "mlx5_0"}}}})",
-                               "cl.json");
+  auto cl = cvs::parse_cluster(
+      R"({"nodes": ["a"], "overrides": {"gpus_per_node": 4, "container": {"env": {"NCCL_IB_HCA": "mlx5_0"}}}})",
+      "cl.json");
   auto c = cvs::load_config_for_cluster(dir / "c.json", cl, {.user = "bob"});
   EXPECT_EQ(c.gpus_per_node, 4);
   bool found = false;
@@ -148,7 +170,8 @@ TEST(Cluster, OverridesMergeOntoTheConfig) {
 }
 
 TEST(Transport, SshArgvUsesBatchModeControlMasterAndOneQuotedCommand) {
-  cvs::Cluster cl = cvs::parse_cluster(R"({"nodes": [{"host": "gpu-01", "user": "ops", "ssh_key": "/k", "port": 2222}]})", "c");
+  cvs::Cluster cl = cvs::parse_cluster(
+      R"({"nodes": [{"host": "gpu-01", "user": "ops", "ssh_key": "/k", "port": 2222}]})", "c");
   cvs::Transport t(cl);
   auto a = t.wrap(cl.nodes[0], {"echo", "a b", "it's"});
   EXPECT_EQ(a.front(), "ssh");
@@ -162,7 +185,8 @@ TEST(Transport, SshArgvUsesBatchModeControlMasterAndOneQuotedCommand) {
   EXPECT_EQ(a[a.size() - 2], "--");
   EXPECT_EQ(a.back(), "echo 'a b' 'it'\\''s'");
   // The remote shell splits the quoted command back into exactly the original words.
-  auto r = cvs::run_one({{"sh", "-c", "printf '[%s]' " + a.back().substr(5)}, std::chrono::seconds(5), "", 1 << 16});
+  auto r = cvs::run_one(
+      {{"sh", "-c", "printf '[%s]' " + a.back().substr(5)}, std::chrono::seconds(5), "", 1 << 16});
   EXPECT_EQ(r.out, "[a b][it's]");
 }
 
@@ -170,7 +194,8 @@ TEST(Process, FanOutRunsConcurrentlyAndKeepsPerCommandResults) {
   std::vector<cvs::ProcRequest> reqs;
   for (int i = 0; i < 8; ++i)
     reqs.push_back({{"sh", "-c", "sleep 0.5; echo out$0; echo err$0 >&2; exit $0", std::to_string(i)},
-                    std::chrono::seconds(10), "n" + std::to_string(i)});
+                    std::chrono::seconds(10),
+                    "n" + std::to_string(i)});
   const auto t0 = std::chrono::steady_clock::now();
   auto rs = cvs::run_all(reqs);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -209,25 +234,6 @@ class NodeAgent : public ::testing::Test {
   fs::path dir;
 };
 
-TEST_F(NodeAgent, StartPollAndExitCode) {
-  const auto log = (dir / "r/node-0/training.log").string(), rc = (dir / "r/node-0/rc").string(),
-             pid = (dir / "r/node-0/pid").string();
-  ASSERT_TRUE(run(cvs::agent::start_detached(log, rc, pid, {"sh", "-c", "echo one; echo two; exit 3"})).ok());
-  cvs::agent::PollReply p;
-  for (int i = 0; i < 50; ++i) {
-    auto r = run(cvs::agent::poll(log, rc, pid, 0, 1 << 20));
-    ASSERT_TRUE(r.ok()) << r.describe();
-    p = *cvs::agent::parse_poll_reply(r.out);
-    if (p.state == "exited") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_EQ(p.state, "exited");
-  EXPECT_EQ(p.exit_code, 3);
-  EXPECT_EQ(p.data, "one\ntwo\n");
-  auto tail = *cvs::agent::parse_poll_reply(run(cvs::agent::poll(log, rc, pid, 4, 1 << 20)).out);
-  EXPECT_EQ(tail.data, "two\n") << "resumes from the byte offset";
-}
-
 TEST_F(NodeAgent, RefusesToAppendToAnExistingLog) {
   const auto log = (dir / "training.log").string();
   std::ofstream(log) << "old run\n";
@@ -239,19 +245,29 @@ TEST_F(NodeAgent, RefusesToAppendToAnExistingLog) {
   EXPECT_EQ(s, "old run\n");
 }
 
-TEST_F(NodeAgent, StopKillsTheWholeSessionAndPollSaysGone) {
-  const auto log = (dir / "training.log").string(), rc = (dir / "rc").string(), pid = (dir / "pid").string();
-  ASSERT_TRUE(run(cvs::agent::start_detached(log, rc, pid, {"sh", "-c", "sleep 300 & sleep 300"})).ok());
+TEST_F(NodeAgent, StartRecordsTheExitCodeAndStopKillsTheWholeSession) {
+  const auto log = (dir / "r/node-0/training.log").string(), rc = (dir / "r/node-0/rc").string(),
+             pid = (dir / "r/node-0/pid").string();
+  ASSERT_TRUE(run(cvs::agent::start_detached(log, rc, pid, {"sh", "-c", "echo one; exit 3"})).ok());
+  for (int i = 0; i < 50 && !fs::exists(rc); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(cvs::test::read_file(rc), "3\n");
+  EXPECT_EQ(cvs::test::read_file(log), "one\n");
+
+  const auto pid2 = (dir / "pid2").string();
+  ASSERT_TRUE(run(cvs::agent::start_detached((dir / "log2").string(), (dir / "rc2").string(), pid2,
+                                             {"sh", "-c", "sleep 300 & sleep 300"}))
+                  .ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(cvs::agent::parse_poll_reply(run(cvs::agent::poll(log, rc, pid, 0, 100)).out)->state, "running");
-  ASSERT_TRUE(run(cvs::agent::stop(pid, 2)).ok());
-  auto p = *cvs::agent::parse_poll_reply(run(cvs::agent::poll(log, rc, pid, 0, 100)).out);
-  EXPECT_TRUE(p.state == "gone" || p.state == "exited") << p.state;
-  std::ifstream pf(pid);
+  std::ifstream pf(pid2);
   std::string sid;
   pf >> sid;
-  auto left = run({"sh", "-c", "ps -o stat= -s \"$1\" | grep -v '^Z' || true", "ps", sid});
-  EXPECT_EQ(left.out, "") << "no live process of the session survives";
+  auto live = [&] {
+    return run({"sh", "-c", "ps -o stat= -s \"$1\" | grep -v '^Z' || true", "ps", sid}).out;
+  };
+  EXPECT_NE(live(), "");
+  ASSERT_TRUE(run(cvs::agent::stop(pid2, 2)).ok());
+  EXPECT_EQ(live(), "") << "no live process of the session survives";
+  EXPECT_FALSE(fs::exists(dir / "rc2")) << "killed: no exit code recorded";
 }
 
 TEST_F(NodeAgent, WriteFileKeepsQuotesAndRefusesOverwrite) {

@@ -1,0 +1,256 @@
+#include "cvs/node_stream.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <mutex>
+#include <utility>  // before Boost 1.74 asio: its awaitable.hpp uses std::exchange unincluded
+
+#include <boost/asio.hpp>
+#include <boost/process.hpp>
+
+namespace bp = boost::process;
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+namespace cvs {
+
+std::vector<StreamFrame> FrameParser::feed(std::string_view bytes) {
+  std::vector<StreamFrame> frames;
+  if (!error_.empty()) return frames;
+  buf_.append(bytes);
+  std::size_t pos = 0;
+  while (pos < buf_.size()) {
+    if (open_) {
+      const std::size_t take = std::min(need_, buf_.size() - pos);
+      open_->data.append(buf_, pos, take);
+      pos += take;
+      need_ -= take;
+      if (need_ > 0) break;
+      frames.push_back(std::move(*open_));
+      open_.reset();
+      continue;
+    }
+    const auto nl = buf_.find('\n', pos);
+    if (nl == std::string::npos) {
+      if (buf_.size() - pos > 512)
+        error_ = "no frame header in the first 512 bytes: '" + buf_.substr(pos, 80) + "'";
+      break;
+    }
+    const std::string header = buf_.substr(pos, nl - pos);
+    pos = nl + 1;
+    StreamFrame f;
+    char state[64] = {0};
+    long long n = -1;
+    int consumed = 0;
+    if (header.rfind("CVS-FRAME ", 0) != 0 ||
+        std::sscanf(header.c_str() + 10, "%lld %lld %63s%n", &f.size, &n, state, &consumed) < 3 || n < 0) {
+      error_ = "not a frame header: '" + header.substr(0, 120) + "'";
+      break;
+    }
+    f.state = state;
+    if (f.state == "exited") {
+      char* end = nullptr;
+      const char* rest = header.c_str() + 10 + consumed;
+      const long rc = std::strtol(rest, &end, 10);
+      if (end == rest) {
+        error_ = "an exited frame without an exit code: '" + header + "'";
+        break;
+      }
+      f.exit_code = static_cast<int>(rc);
+    } else if (f.state != "running" && f.state != "gone" && f.state != "stopped") {
+      error_ = "unknown state in frame header: '" + header + "'";
+      break;
+    }
+    need_ = static_cast<std::size_t>(n);
+    f.data.reserve(need_);
+    open_ = std::move(f);
+    if (need_ == 0) {
+      frames.push_back(std::move(*open_));
+      open_.reset();
+    }
+  }
+  buf_.erase(0, pos);
+  if (!error_.empty()) buf_.clear();
+  return frames;
+}
+
+namespace {
+
+struct Stream {
+  explicit Stream(asio::io_context& io) : out(io), err(io), in(io) {}
+  bp::async_pipe out;
+  bp::async_pipe err;
+  bp::async_pipe in;
+  std::unique_ptr<bp::child> child;
+  std::array<char, 65536> obuf{};
+  std::array<char, 4096> ebuf{};
+  FrameParser parser;
+  StreamUpdate pending;
+  std::size_t pending_bytes = 0;
+  bool reading = false;  // a read of `out` is armed
+  bool out_eof = false, err_eof = false, exited = false;
+  Clock::time_point last_frame = Clock::now();
+  bool ended() const { return !pending.spawn_error.empty() || (out_eof && err_eof && exited); }
+};
+
+std::string last_lines(std::string s, std::size_t max_chars) {
+  if (s.size() > max_chars) s.erase(0, s.size() - max_chars);
+  return s;
+}
+
+}  // namespace
+
+struct StreamSet::Impl {
+  asio::io_context io;
+  std::size_t max_pending;
+  std::vector<std::shared_ptr<Stream>> streams;
+
+  void read_out(const std::shared_ptr<Stream>& s) {
+    s->reading = true;
+    s->out.async_read_some(asio::buffer(s->obuf),
+                           [this, s](const boost::system::error_code& e, std::size_t n) {
+                             s->reading = false;
+                             if (n > 0) {
+                               for (auto& f : s->parser.feed(std::string_view(s->obuf.data(), n))) {
+                                 s->pending_bytes += f.data.size();
+                                 s->pending.frames.push_back(std::move(f));
+                                 s->last_frame = Clock::now();
+                               }
+                               if (!s->parser.error().empty()) s->pending.framing_error = s->parser.error();
+                             }
+                             if (e) {
+                               s->out_eof = true;
+                               return;
+                             }
+                             if (s->pending_bytes < max_pending) read_out(s);
+                           });
+  }
+
+  void read_err(const std::shared_ptr<Stream>& s) {
+    s->err.async_read_some(
+        asio::buffer(s->ebuf), [this, s](const boost::system::error_code& e, std::size_t n) {
+          if (n > 0)
+            s->pending.err_tail = last_lines(s->pending.err_tail + std::string(s->ebuf.data(), n), 4096);
+          if (e) {
+            s->err_eof = true;
+            return;
+          }
+          read_err(s);
+        });
+  }
+
+  std::shared_ptr<Stream> spawn(const ProcRequest& req) {
+    auto s = std::make_shared<Stream>(io);
+    boost::filesystem::path exe = req.argv.empty() ? "" : req.argv[0];
+    if (!exe.empty() && exe.filename() == exe) exe = bp::search_path(req.argv[0]);
+    if (exe.empty()) {
+      s->pending.spawn_error = req.argv.empty() ? "empty command" : "'" + req.argv[0] + "' not found on PATH";
+      return s;
+    }
+    std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
+    std::error_code ec;
+    try {
+      s->child = std::make_unique<bp::child>(exe, bp::args(args), bp::std_out > s->out, bp::std_err > s->err,
+                                             bp::std_in < s->in, io,
+                                             bp::on_exit([s](int code, const std::error_code&) {
+                                               s->exited = true;
+                                               s->pending.exit_code = code;
+                                             }),
+                                             ec);
+    } catch (const std::exception& e) {
+      s->pending.spawn_error = e.what();
+      return s;
+    }
+    if (ec) {
+      s->pending.spawn_error = ec.message();
+      return s;
+    }
+    read_out(s);
+    read_err(s);
+    return s;
+  }
+
+  static void kill(Stream& s) {
+    std::error_code ec;
+    if (s.in.is_open()) s.in.close();
+    if (s.child && !s.exited && s.child->running(ec)) s.child->terminate(ec);
+  }
+};
+
+StreamSet::StreamSet(std::size_t max_pending_bytes) : impl_(std::make_unique<Impl>()) {
+  impl_->max_pending = max_pending_bytes;
+  // A write to the input of a stream that just died must fail with EPIPE, not kill the suite.
+  static std::once_flag once;
+  std::call_once(once, [] { std::signal(SIGPIPE, SIG_IGN); });
+  raise_fd_limit();
+}
+
+StreamSet::~StreamSet() {
+  for (auto& s : impl_->streams) Impl::kill(*s);
+  impl_->io.stop();
+}
+
+std::size_t StreamSet::add(const ProcRequest& request) {
+  impl_->streams.push_back(impl_->spawn(request));
+  return impl_->streams.size() - 1;
+}
+
+void StreamSet::restart(std::size_t i, const ProcRequest& request) {
+  Impl::kill(*impl_->streams.at(i));
+  impl_->streams[i] = impl_->spawn(request);
+}
+
+bool StreamSet::send(std::size_t i, const std::string& line) {
+  auto& s = *impl_->streams.at(i);
+  if (!s.in.is_open() || s.ended()) return false;
+  boost::system::error_code ec;
+  asio::write(s.in, asio::buffer(line + "\n"), ec);
+  return !ec;
+}
+
+void StreamSet::close_input(std::size_t i) {
+  auto& s = *impl_->streams.at(i);
+  if (s.in.is_open()) s.in.close();
+}
+
+bool StreamSet::ended(std::size_t i) const {
+  return impl_->streams.at(i)->ended();
+}
+std::size_t StreamSet::size() const {
+  return impl_->streams.size();
+}
+
+std::vector<StreamUpdate> StreamSet::collect(std::chrono::milliseconds wait) {
+  auto& io = impl_->io;
+  const auto deadline = Clock::now() + wait;
+  auto all_ended = [&] {
+    for (const auto& s : impl_->streams)
+      if (!s->ended()) return false;
+    return true;
+  };
+  io.restart();
+  io.poll();  // what is ready now, also with wait == 0
+  while (!all_ended() && Clock::now() < deadline) {
+    io.restart();
+    io.run_one_until(deadline);
+  }
+  std::vector<StreamUpdate> out;
+  out.reserve(impl_->streams.size());
+  const auto now = Clock::now();
+  for (auto& s : impl_->streams) {
+    StreamUpdate u = std::move(s->pending);
+    s->pending = StreamUpdate{};
+    s->pending.spawn_error = u.spawn_error;  // sticky: the stream stays failed
+    s->pending.err_tail = u.err_tail;        // kept: the last lines explain a later end
+    s->pending.framing_error = u.framing_error;
+    s->pending.exit_code = u.exit_code;
+    s->pending_bytes = 0;
+    u.ended = s->ended();
+    u.silent_s = std::chrono::duration<double>(now - s->last_frame).count();
+    if (!s->reading && !s->out_eof && s->child) impl_->read_out(s);  // resume after backpressure
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+}  // namespace cvs

@@ -1,0 +1,282 @@
+// Node streams: the frame parser, and the node agent's stream program run for real through
+// /bin/sh and read by StreamSet (the launcher's poll path), against real detached processes.
+#include "cvs/node_stream.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cvs/node_agent.hpp"
+#include "cvs/process.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string frame(long long size, const std::string& state, const std::string& data) {
+  return "CVS-FRAME " + std::to_string(size) + " " + std::to_string(data.size()) + " " + state + "\n" + data;
+}
+
+}  // namespace
+
+TEST(FrameParser, FramesSplitAtEveryByteComeOutWhole) {
+  const std::string payload = std::string("line CVS-FRAME 9 9 running\n\0binary", 35);
+  const std::string wire =
+      frame(10, "running", payload) + frame(10, "running", "") + frame(12, "exited 3", "ab");
+  for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
+    cvs::FrameParser p;
+    auto a = p.feed(std::string_view(wire).substr(0, cut));
+    auto b = p.feed(std::string_view(wire).substr(cut));
+    a.insert(a.end(), b.begin(), b.end());
+    ASSERT_EQ(a.size(), 3u) << "cut at " << cut;
+    EXPECT_EQ(a[0].data, payload) << "a header-like text inside the data is data";
+    EXPECT_EQ(a[0].state, "running");
+    EXPECT_EQ(a[1].data, "");
+    EXPECT_EQ(a[2].state, "exited");
+    EXPECT_EQ(a[2].exit_code, 3);
+    EXPECT_EQ(a[2].size, 12);
+    EXPECT_EQ(p.error(), "");
+  }
+}
+
+TEST(FrameParser, BrokenFramingIsAnErrorNotData) {
+  for (const std::string& bad : std::vector<std::string>{"hello\n", "CVS-FRAME 1 x running\n",
+                                                         "CVS-FRAME 1 0 dancing\n", "CVS-FRAME 1 0 exited\n",
+                                                         "CVS-FRAME 1 -4 running\n", std::string(600, 'x')}) {
+    cvs::FrameParser p;
+    EXPECT_TRUE(p.feed(bad).empty());
+    EXPECT_NE(p.error(), "") << bad;
+    EXPECT_TRUE(p.feed(frame(1, "running", "a")).empty()) << "nothing after a framing error";
+  }
+}
+
+class NodeStream : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("cvs_stream_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    log = (dir / "node-0/training.log").string();
+    rc = (dir / "node-0/exit_code").string();
+    pid = (dir / "node-0/pid").string();
+  }
+  void TearDown() override {
+    cvs::run_one({cvs::agent::stop(pid, 1), 20s, "cleanup"});
+    fs::remove_all(dir);
+  }
+  void start(const std::vector<std::string>& argv) {
+    auto r = cvs::run_one({cvs::agent::start_detached(log, rc, pid, argv), 20s, "start"});
+    ASSERT_TRUE(r.ok()) << r.describe();
+  }
+  cvs::ProcRequest stream_request(unsigned long long offset = 0, double interval_s = 0.1,
+                                  unsigned long long max_bytes = 1 << 20) {
+    return {cvs::agent::stream(log, rc, pid, offset, interval_s, max_bytes, 2), 60s, "node-0"};
+  }
+  // Collects stream 0 until it ends (or 30 s): every frame in order, and the last update.
+  std::vector<cvs::StreamFrame> drain(cvs::StreamSet& set, cvs::StreamUpdate* last = nullptr) {
+    std::vector<cvs::StreamFrame> all;
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < until) {
+      auto u = set.collect(200ms).at(0);
+      all.insert(all.end(), u.frames.begin(), u.frames.end());
+      if (last) *last = u;
+      if (u.ended) break;
+    }
+    return all;
+  }
+  static std::string data_of(const std::vector<cvs::StreamFrame>& fs) {
+    std::string s;
+    for (const auto& f : fs) s += f.data;
+    return s;
+  }
+  std::string session_left() {
+    std::string sid;
+    std::ifstream(pid) >> sid;
+    return cvs::test::run_command("ps -o stat= -s " + sid + " | grep -v '^Z' || true").out;
+  }
+  fs::path dir;
+  std::string log, rc, pid;
+};
+
+TEST_F(NodeStream, DeliversTheWholeLogAndTheExitCodeThenEnds) {
+  start({"sh", "-c", "echo one; sleep 0.3; echo two; sleep 0.3; printf 'three'; exit 3"});
+  cvs::StreamSet set;
+  set.add(stream_request());
+  cvs::StreamUpdate last;
+  auto frames = drain(set, &last);
+  ASSERT_TRUE(last.ended) << last.err_tail;
+  EXPECT_EQ(last.exit_code, 0) << "the stream program ends by itself after its final frame";
+  ASSERT_GE(frames.size(), 3u) << "frames keep coming while the run goes on";
+  EXPECT_EQ(data_of(frames), "one\ntwo\nthree");
+  EXPECT_EQ(frames.back().state, "exited");
+  EXPECT_EQ(frames.back().exit_code, 3);
+  EXPECT_EQ(frames.back().size, 13);
+  for (std::size_t i = 0; i + 1 < frames.size(); ++i) EXPECT_EQ(frames[i].state, "running");
+}
+
+TEST_F(NodeStream, ResumesFromAByteOffset) {
+  start({"sh", "-c", "echo one; echo two"});
+  cvs::StreamSet set;
+  set.add(stream_request(4));
+  EXPECT_EQ(data_of(drain(set)), "two\n");
+}
+
+TEST_F(NodeStream, BigLogsComeInBoundedFramesBackToBackUnderBackpressure) {
+  start({"sh", "-c",
+         "i=0; while [ $i -lt 2000 ]; do echo \"line $i of a long log that goes on\"; i=$((i+1)); done"});
+  std::this_thread::sleep_for(300ms);
+  cvs::StreamSet set(8192);  // a tiny pending limit: the pipe is left unread until collected
+  // A long interval: only the "no sleep after a full frame" rule can deliver this in time.
+  set.add(stream_request(0, 30.0, 3000));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto frames = drain(set);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
+  std::ifstream in(log);
+  const std::string want((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_GT(want.size(), 60000u);
+  EXPECT_EQ(data_of(frames), want);
+  for (const auto& f : frames) EXPECT_LE(f.data.size(), 3000u);
+  EXPECT_EQ(frames.back().state, "exited");
+}
+
+TEST_F(NodeStream, StopLineStopsTheWholeSessionAndTheStreamSaysStopped) {
+  start({"sh", "-c", "echo started; sleep 300 & sleep 300"});
+  cvs::StreamSet set;
+  set.add(stream_request(0, 30.0));  // a long interval: the stop must wake the stream
+  cvs::StreamUpdate first;
+  for (int i = 0; i < 50 && first.frames.empty(); ++i) first = set.collect(100ms).at(0);
+  ASSERT_FALSE(first.frames.empty());
+  EXPECT_EQ(first.frames.front().state, "running");
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(set.send(0, "stop"));
+  auto frames = drain(set);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s)
+      << "the final frame follows the stop, not the next interval";
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back().state, "stopped");
+  EXPECT_TRUE(fs::exists(pid + ".stopped"));
+  EXPECT_EQ(session_left(), "") << "no live process of the session survives";
+}
+
+TEST_F(NodeStream, EndOfInputEndsTheStreamButNeverTheRun) {
+  start({"sh", "-c", "sleep 300"});
+  cvs::StreamSet set;
+  set.add(stream_request(0, 0.2));
+  set.collect(500ms);
+  set.close_input(0);
+  cvs::StreamUpdate last;
+  drain(set, &last);
+  EXPECT_TRUE(last.ended) << "a controller that went away leaves no stream behind";
+  EXPECT_NE(session_left(), "") << "a lost controller must not stop a training run";
+}
+
+TEST_F(NodeStream, AKilledRunIsGone) {
+  start({"sh", "-c", "sleep 300"});
+  cvs::StreamSet set;
+  set.add(stream_request(0, 0.2));
+  set.collect(500ms);
+  std::string sid;
+  std::ifstream(pid) >> sid;
+  ASSERT_GT(std::stoi(sid), 1);
+  cvs::test::run_command("kill -KILL -" + sid);  // dash: no "--"
+  auto frames = drain(set);
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back().state, "gone") << "no exit code was written: killed";
+}
+
+TEST_F(NodeStream, AStopThatFindsTheRunAlreadyDeadKeepsItGoneNotStopped) {
+  // The launcher stops every node when a peer reports errors; a node that died first must still
+  // say "gone" so that the verdict names it as the cause.
+  start({"sh", "-c", "sleep 300"});
+  cvs::StreamSet set;
+  set.add(stream_request(0, 30.0));  // the stream would not look again for 30 s by itself
+  set.collect(500ms);
+  std::string sid;
+  std::ifstream(pid) >> sid;
+  ASSERT_GT(std::stoi(sid), 1);
+  cvs::test::run_command("kill -KILL -" + sid);  // dash: no "--"
+  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(set.send(0, "stop"));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto frames = drain(set);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back().state, "gone");
+  EXPECT_FALSE(fs::exists(pid + ".stopped"));
+}
+
+TEST_F(NodeStream, ATruncatedLogShowsAsASizeBelowWhatWasDelivered) {
+  start({"sh", "-c", "echo a-long-first-line; sleep 300"});
+  cvs::StreamSet set;
+  set.add(stream_request(0, 0.2));
+  std::string got;
+  for (int i = 0; i < 20 && got.empty(); ++i) got += data_of(set.collect(200ms).at(0).frames);
+  ASSERT_EQ(got, "a-long-first-line\n");
+  std::ofstream(log, std::ios::trunc) << "x\n";
+  long long seen = -1;
+  for (int i = 0; i < 20 && seen != 2; ++i) {
+    const auto u = set.collect(200ms);
+    for (const auto& f : u.at(0).frames) seen = f.size;
+  }
+  EXPECT_EQ(seen, 2) << "the launcher compares this with its offset (18) and fails the run";
+}
+
+TEST_F(NodeStream, AStreamThatCannotStartOrDiesIsReportedNotHung) {
+  cvs::StreamSet set;
+  set.add({{"cvs-no-such-program"}, 10s, "n0"});
+  set.add(
+      {{"sh", "-c", "echo 'ssh: connect to host n1 port 22: No route to host' >&2; exit 255"}, 10s, "n1"});
+  auto u = set.collect(5s);
+  EXPECT_TRUE(u[0].ended);
+  EXPECT_NE(u[0].spawn_error.find("not found"), std::string::npos);
+  EXPECT_TRUE(u[1].ended);
+  EXPECT_EQ(u[1].exit_code, 255);
+  EXPECT_NE(u[1].err_tail.find("No route to host"), std::string::npos);
+  EXPECT_TRUE(u[1].frames.empty());
+  EXPECT_FALSE(set.send(1, "stop")) << "nothing to write to";
+}
+
+TEST_F(NodeStream, ManyStreamsOnOneLoop) {
+  // 64 runs and 64 streams read on one thread; every run's bytes arrive in full.
+  const int n = 64;
+  std::vector<std::string> logs, rcs, pids;
+  std::vector<cvs::ProcRequest> starts;
+  for (int r = 0; r < n; ++r) {
+    const auto d = dir / ("node-" + std::to_string(r));
+    logs.push_back((d / "training.log").string());
+    rcs.push_back((d / "rc").string());
+    pids.push_back((d / "pid").string());
+    starts.push_back(
+        {cvs::agent::start_detached(logs[r], rcs[r], pids[r],
+                                    {"sh", "-c", "echo rank $0; sleep 1; echo done $0", std::to_string(r)}),
+         30s, "s"});
+  }
+  for (const auto& res : cvs::run_all(starts)) ASSERT_TRUE(res.ok()) << res.describe();
+  cvs::StreamSet set;
+  for (int r = 0; r < n; ++r)
+    set.add({cvs::agent::stream(logs[r], rcs[r], pids[r], 0, 0.2, 1 << 20, 1), 30s, "n"});
+  std::vector<std::string> data(n);
+  std::vector<std::string> state(n);
+  for (int i = 0; i < 150; ++i) {
+    auto ups = set.collect(200ms);
+    bool all = true;
+    for (int r = 0; r < n; ++r) {
+      for (const auto& f : ups[r].frames) {
+        data[r] += f.data;
+        state[r] = f.state;
+      }
+      all = all && ups[r].ended;
+    }
+    if (all) break;
+  }
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(data[r], "rank " + std::to_string(r) + "\ndone " + std::to_string(r) + "\n");
+    EXPECT_EQ(state[r], "exited");
+  }
+}
