@@ -348,6 +348,7 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     return ProcRequest{agent_argv(r, program), {}, cluster_.nodes[r].name};
   };
   for (std::size_t r = 0; r < n; ++r) streams.add(stream_request(r));
+  out.start_seconds = elapsed();
   std::vector<bool> final_frame(n, false);  // the stream sent its last frame (state not running)
   std::vector<int> restarts(n, 0);
   std::vector<std::string> lost(n);  // why a node counts as unreachable
