@@ -121,8 +121,8 @@ int main(int argc, char** argv) {
     const int polls = static_cast<int>((last_at - first_at) / interval_s + 0.5);
     const double poll_round = polls > 0 ? (last_at - first_at) / polls : 0;
     const double cpu_per_node_poll = polls > 0 ? (cpu_last - cpu_first) / polls / static_cast<double>(n) : 0;
-    std::printf("%6zu %8.2f %8.2f %13.3f %23.1f %17.2f %19.2f   %s\n", n, setup_s, o.start_seconds, poll_round,
-                1e6 * cpu_per_node_poll, err_to_stop - verdict_to_stop, verdict_to_stop,
+    std::printf("%6zu %8.2f %8.2f %13.3f %23.1f %17.2f %19.2f   %s\n", n, setup_s, o.start_seconds,
+                poll_round, 1e6 * cpu_per_node_poll, err_to_stop - verdict_to_stop, verdict_to_stop,
                 o.ok ? "(no error seen?)" : o.failure.substr(0, 40).c_str());
     std::fflush(stdout);
   }

@@ -13,7 +13,8 @@ namespace {
 
 std::string corpus(std::size_t bytes) {
   std::string unit;
-  for (const char* f : {"/logs/cpu_ckpt_phase2.log", "/logs/cpu_2proc_rank0.log", "/logs/cpu_tiny_12steps.log"}) {
+  for (const char* f :
+       {"/logs/cpu_ckpt_phase2.log", "/logs/cpu_2proc_rank0.log", "/logs/cpu_tiny_12steps.log"}) {
     std::ifstream in(std::string(CVS_TEST_DATA) + f, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -30,7 +31,8 @@ void BM_ScanChunks(benchmark::State& state) {
   const std::size_t chunk = static_cast<std::size_t>(state.range(0));
   for (auto _ : state) {
     cvs::LogScanner s(cvs::default_error_patterns());
-    for (std::size_t pos = 0; pos < text.size(); pos += chunk) s.feed(std::string_view(text).substr(pos, chunk));
+    for (std::size_t pos = 0; pos < text.size(); pos += chunk)
+      s.feed(std::string_view(text).substr(pos, chunk));
     s.finish();
     benchmark::DoNotOptimize(s.result().steps.size());
   }
@@ -40,8 +42,10 @@ BENCHMARK(BM_ScanChunks)->Arg(64 << 10)->Arg(1 << 20)->Unit(benchmark::kMillisec
 
 void BM_ParseStepLine(benchmark::State& state) {
   const std::string line =
-      "I1202 12:31:44.806634 140709024938880 metric_logger.py:265] completed step: 2, seconds: 0.004, TFLOP/s/device: "
-      "0.149, Tokens/s/device: 63147.509, total_weights: 256, loss: 6.015, lm_loss: 6.015, perplexity: 409.336";
+      "I1202 12:31:44.806634 140709024938880 metric_logger.py:265] completed step: 2, seconds: 0.004, "
+      "TFLOP/s/device: "
+      "0.149, Tokens/s/device: 63147.509, total_weights: 256, loss: 6.015, lm_loss: 6.015, perplexity: "
+      "409.336";
   for (auto _ : state) benchmark::DoNotOptimize(cvs::parse_maxtext_line(line));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(line.size()));
 }

@@ -12,15 +12,20 @@ using cvs::fixtures::StageResult;
 
 namespace {
 
-Session& S() { return Session::get(); }
+Session& S() {
+  return Session::get();
+}
 
 void report(const StageResult& r) {
   for (const auto& [k, v] : r.properties) ::testing::Test::RecordProperty(k, v);
   if (!r.message.empty()) ::testing::Test::RecordProperty("summary", r.message);
   switch (r.status) {
-    case StageResult::Status::Skip: GTEST_SKIP() << r.message;
-    case StageResult::Status::Fail: FAIL() << r.message;
-    case StageResult::Status::Pass: break;
+    case StageResult::Status::Skip:
+      GTEST_SKIP() << r.message;
+    case StageResult::Status::Fail:
+      FAIL() << r.message;
+    case StageResult::Status::Pass:
+      break;
   }
 }
 
@@ -28,12 +33,16 @@ void report(const StageResult& r) {
 struct Sweep {
   std::string key;
 };
-void PrintTo(const Sweep& s, std::ostream* os) { *os << s.key; }
+void PrintTo(const Sweep& s, std::ostream* os) {
+  *os << s.key;
+}
 struct SweepMetric {
   std::string key;
   std::string metric;
 };
-void PrintTo(const SweepMetric& s, std::ostream* os) { *os << s.key << " training." << s.metric; }
+void PrintTo(const SweepMetric& s, std::ostream* os) {
+  *os << s.key << " training." << s.metric;
+}
 
 std::vector<Sweep> runs() {
   std::vector<Sweep> v;
@@ -47,20 +56,28 @@ std::vector<SweepMetric> run_metrics() {
       if (m != "checkpoint_save_seconds" && m != "checkpoint_load_seconds") v.push_back({k, m});
   return v;
 }
-std::string sweep_name(const ::testing::TestParamInfo<Sweep>& i) { return cvs::sweep_test_name(i.param.key); }
+std::string sweep_name(const ::testing::TestParamInfo<Sweep>& i) {
+  return cvs::sweep_test_name(i.param.key);
+}
 std::string metric_name(const ::testing::TestParamInfo<SweepMetric>& i) {
   return cvs::sweep_test_name(i.param.key) + "__" + i.param.metric;
 }
 
 }  // namespace
 
-TEST(test_setup, containers_and_devices) { report(cvs::fixtures::stage_setup(S())); }
+TEST(test_setup, containers_and_devices) {
+  report(cvs::fixtures::stage_setup(S()));
+}
 
 #ifdef CVS_DISTRIBUTED
-TEST(test_setup_rdma, devices_and_interfaces) { report(cvs::fixtures::stage_setup_rdma(S())); }
+TEST(test_setup_rdma, devices_and_interfaces) {
+  report(cvs::fixtures::stage_setup_rdma(S()));
+}
 #endif
 
-TEST(test_smoke, bf16_smoke) { report(cvs::fixtures::stage_smoke(S())); }
+TEST(test_smoke, bf16_smoke) {
+  report(cvs::fixtures::stage_smoke(S()));
+}
 
 class test_training_run : public ::testing::TestWithParam<Sweep> {};
 TEST_P(test_training_run, run) {

@@ -36,7 +36,8 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   fixtures::SuiteOptions opts;
   opts.suite_name = suite_name;
   opts.expected_mode = mode;
-  if (mode == Mode::Single) opts.config = std::string(CVS_SOURCE_DIR) + "/configs/cpu_jaxmaxtext_tiny_single.json";
+  if (mode == Mode::Single)
+    opts.config = std::string(CVS_SOURCE_DIR) + "/configs/cpu_jaxmaxtext_tiny_single.json";
   std::vector<char*> rest = {argv[0]};
   bool listing = false, has_output_flag = false;
   try {
@@ -48,15 +49,24 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
         return argv[++i];
       };
       auto is = [&](const char* flag) { return a == flag || a.rfind(std::string(flag) + "=", 0) == 0; };
-      if (is("--config")) opts.config = value();
-      else if (is("--cluster")) opts.cluster = value();
-      else if (is("--output")) opts.output = value();
-      else if (is("--baseline")) opts.baseline = value();
-      else if (is("--baseline-tolerance-pct")) opts.baseline_tolerance_pct = std::stod(value());
-      else if (a == "--quiet") opts.quiet = true;
-      else if (is("--poll-interval-s")) opts.policy.interval = std::chrono::milliseconds(static_cast<long>(std::stod(value()) * 1000));
-      else if (is("--startup-budget-s")) opts.policy.startup_s = std::stod(value());
-      else if (is("--step-budget-s")) opts.policy.per_step_s = std::stod(value());
+      if (is("--config"))
+        opts.config = value();
+      else if (is("--cluster"))
+        opts.cluster = value();
+      else if (is("--output"))
+        opts.output = value();
+      else if (is("--baseline"))
+        opts.baseline = value();
+      else if (is("--baseline-tolerance-pct"))
+        opts.baseline_tolerance_pct = std::stod(value());
+      else if (a == "--quiet")
+        opts.quiet = true;
+      else if (is("--poll-interval-s"))
+        opts.policy.interval = std::chrono::milliseconds(static_cast<long>(std::stod(value()) * 1000));
+      else if (is("--startup-budget-s"))
+        opts.policy.startup_s = std::stod(value());
+      else if (is("--step-budget-s"))
+        opts.policy.per_step_s = std::stod(value());
       else if (a == "--help" || a == "-h") {
         std::fputs(kHelp, stdout);
         rest.push_back(argv[i]);
@@ -67,9 +77,11 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
       }
     }
     if (opts.config.empty())
-      throw ConfigError("(command line)", "", std::string(suite_name) + " needs --config FILE",
-                        "pass a distributed config, e.g. --config configs/cpu_jaxmaxtext_tiny_distributed.json");
-    if (listing && opts.output.empty()) opts.output = std::filesystem::temp_directory_path() / "cvs-list-tests";
+      throw ConfigError(
+          "(command line)", "", std::string(suite_name) + " needs --config FILE",
+          "pass a distributed config, e.g. --config configs/cpu_jaxmaxtext_tiny_distributed.json");
+    if (listing && opts.output.empty())
+      opts.output = std::filesystem::temp_directory_path() / "cvs-list-tests";
     fixtures::Session::get().init(opts);
   } catch (const ConfigError& e) {
     for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
@@ -88,7 +100,8 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   ::testing::UnitTest::GetInstance()->listeners().Append(new report::ReportListener);
   ::testing::AddGlobalTestEnvironment(new fixtures::ClusterEnvironment);
   const int rc = RUN_ALL_TESTS();
-  if (!listing) std::fprintf(stderr, "cvs: junit   %s\n", (fixtures::Session::get().opts.output / "junit.xml").c_str());
+  if (!listing)
+    std::fprintf(stderr, "cvs: junit   %s\n", (fixtures::Session::get().opts.output / "junit.xml").c_str());
   return rc;
 }
 

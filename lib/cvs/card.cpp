@@ -42,12 +42,14 @@ std::vector<J> stages_of(const J& results, const std::string& test_name) {
 
 J topology(const J& results, const J& sweep) {
   J t = J::object();
-  const int nodes = sweep.value("num_nodes", 1), gpn = sweep.value("gpus_per_node", results["config"].value("gpus_per_node", 1));
+  const int nodes = sweep.value("num_nodes", 1),
+            gpn = sweep.value("gpus_per_node", results["config"].value("gpus_per_node", 1));
   t["gpus_per_node"] = std::to_string(gpn);
   t["nodes"] = std::to_string(nodes);
   const auto& par = sweep.value("parallelism", J::object());
   for (auto it = par.begin(); it != par.end(); ++it) t[it.key()] = it.value().dump();
-  t["sequence_length"] = sweep.value("effective_config", J::object()).value("max_target_length", std::string());
+  t["sequence_length"] =
+      sweep.value("effective_config", J::object()).value("max_target_length", std::string());
   t["total_gpus"] = nodes * gpn;
   return t;
 }
@@ -75,46 +77,59 @@ J make_card(const J& results, const std::string& today) {
       const auto& p = st.value("properties", J::object());
       if (!p.contains("metric") || (outcome != "PASS" && outcome != "FAIL")) continue;
       passes += outcome == "PASS";
-      gates += (gates.empty() ? "" : "; ") + p.value("metric", std::string()) + " " + p.value("value", std::string()) + " " +
-               p.value("threshold_kind", std::string("")) + " " + p.value("threshold_value", std::string("")) + " " + outcome;
+      gates += (gates.empty() ? "" : "; ") + p.value("metric", std::string()) + " " +
+               p.value("value", std::string()) + " " + p.value("threshold_kind", std::string("")) + " " +
+               p.value("threshold_value", std::string("")) + " " + outcome;
     }
     const bool completed = s.value("status", std::string()) == "COMPLETED";
     const bool verified = completed && fails == 0 && passes > 0;
     std::string expected = "On " + std::to_string(s.value("num_nodes", 1)) + " node(s) x " +
                            std::to_string(s.value("gpus_per_node", 1)) + " " + hardware + " device(s), the " +
-                           std::to_string(s.value("steps", 0)) + "-step " + s.value("precision", std::string("bf16")) +
-                           " MaxText " + maxtext + " run of " + model + " (" + it.key() + ") " +
-                           (completed ? "completed" : "did not complete") + ".";
+                           std::to_string(s.value("steps", 0)) + "-step " +
+                           s.value("precision", std::string("bf16")) + " MaxText " + maxtext + " run of " +
+                           model + " (" + it.key() + ") " + (completed ? "completed" : "did not complete") +
+                           ".";
     if (m.contains("last_10_steps_step_time_ms_avg"))
-      expected += " The last 10 steady-state steps averaged " + fmt(m["last_10_steps_step_time_ms_avg"].get<double>()) +
-                  " ms, " + (m.contains("last_10_steps_model_tflops_per_gpu_avg") ? fmt(m["last_10_steps_model_tflops_per_gpu_avg"].get<double>()) : "n/a") +
+      expected += " The last 10 steady-state steps averaged " +
+                  fmt(m["last_10_steps_step_time_ms_avg"].get<double>()) + " ms, " +
+                  (m.contains("last_10_steps_model_tflops_per_gpu_avg")
+                       ? fmt(m["last_10_steps_model_tflops_per_gpu_avg"].get<double>())
+                       : "n/a") +
                   " TFLOP/s/GPU and " +
-                  (m.contains("last_10_steps_tokens_per_second_per_gpu_avg") ? fmt(m["last_10_steps_tokens_per_second_per_gpu_avg"].get<double>()) : "n/a") +
+                  (m.contains("last_10_steps_tokens_per_second_per_gpu_avg")
+                       ? fmt(m["last_10_steps_tokens_per_second_per_gpu_avg"].get<double>())
+                       : "n/a") +
                   " tokens/s/GPU.";
-    expected += gates.empty() ? " No enforced gate ran, so the entry stays unverified." : " Gates: " + gates + ".";
+    expected +=
+        gates.empty() ? " No enforced gate ran, so the entry stays unverified." : " Gates: " + gates + ".";
     J metrics = {{"final_loss", metric_or_null(m, "final_loss")},
                  {"initial_loss", metric_or_null(m, "initial_loss")},
-                 {"last_10_steps_model_tflops_per_gpu_avg", metric_or_null(m, "last_10_steps_model_tflops_per_gpu_avg")},
+                 {"last_10_steps_model_tflops_per_gpu_avg",
+                  metric_or_null(m, "last_10_steps_model_tflops_per_gpu_avg")},
                  {"last_10_steps_step_time_ms_avg", metric_or_null(m, "last_10_steps_step_time_ms_avg")},
-                 {"last_10_steps_tokens_per_second_per_gpu_avg", metric_or_null(m, "last_10_steps_tokens_per_second_per_gpu_avg")}};
+                 {"last_10_steps_tokens_per_second_per_gpu_avg",
+                  metric_or_null(m, "last_10_steps_tokens_per_second_per_gpu_avg")}};
     if (m.contains("peak_memory_gb")) metrics["peak_memory_gb"] = m["peak_memory_gb"];
-    const std::string id = slugify(model + "-pretrain-performance-" + hardware + "-" + s.value("test_name", std::string()));
-    entries.push_back({{"bridge_commit", maxtext},
-                       {"command_topologies", J::array({topology(results, s)})},
-                       {"commands", J::array({"cvs run " + results.value("suite", std::string()) + " --config " + cfg.value("file", std::string()) +
-                                              " --gtest_filter=*" + s.value("test_name", std::string()) + "*"})},
-                       {"dimensions", J::object()},
-                       {"enabled_features", J::object()},
-                       {"entry_id", id},
-                       {"expected_result", expected + "\n"},
-                       {"hardware", hardware},
-                       {"last_verified", verified ? J(today) : J(nullptr)},
-                       {"metrics", metrics},
-                       {"precision", s.value("precision", std::string("bf16"))},
-                       {"source_pointer", "sweeps." + it.key()},
-                       {"status", verified ? "verified" : "unverified"},
-                       {"variant", it.key()},
-                       {"workflow", "pretrain_performance"}});
+    const std::string id =
+        slugify(model + "-pretrain-performance-" + hardware + "-" + s.value("test_name", std::string()));
+    entries.push_back(
+        {{"bridge_commit", maxtext},
+         {"command_topologies", J::array({topology(results, s)})},
+         {"commands", J::array({"cvs run " + results.value("suite", std::string()) + " --config " +
+                                cfg.value("file", std::string()) + " --gtest_filter=*" +
+                                s.value("test_name", std::string()) + "*"})},
+         {"dimensions", J::object()},
+         {"enabled_features", J::object()},
+         {"entry_id", id},
+         {"expected_result", expected + "\n"},
+         {"hardware", hardware},
+         {"last_verified", verified ? J(today) : J(nullptr)},
+         {"metrics", metrics},
+         {"precision", s.value("precision", std::string("bf16"))},
+         {"source_pointer", "sweeps." + it.key()},
+         {"status", verified ? "verified" : "unverified"},
+         {"variant", it.key()},
+         {"workflow", "pretrain_performance"}});
   }
   if (results.contains("checkpoint_resume") && results["checkpoint_resume"].is_object()) {
     const auto& c = results["checkpoint_resume"];
@@ -126,26 +141,32 @@ J make_card(const J& results, const std::string& today) {
                  {"last_10_steps_step_time_ms_avg", nullptr},
                  {"last_10_steps_tokens_per_second_per_gpu_avg", nullptr}};
     const auto& s = results["sweeps"].value(sweep, J::object());
-    entries.push_back({{"bridge_commit", maxtext},
-                       {"command_topologies", J::array({topology(results, s)})},
-                       {"commands", J::array({"cvs run " + results.value("suite", std::string()) + " --config " + cfg.value("file", std::string()) +
-                                              " --gtest_filter=*checkpoint_resume*"})},
-                       {"dimensions", J::object()},
-                       {"enabled_features", J::object()},
-                       {"entry_id", slugify(model + "-checkpoint-resume-" + hardware)},
-                       {"expected_result", "Phase 1 saved step " + c.value("saved_step", J(nullptr)).dump() + "; phase 2 restored step " +
-                                               c.value("restored_step", J(nullptr)).dump() + " and resumed at step " +
-                                               c.value("resumed_first_step", J(nullptr)).dump() + ": " + c.value("message", std::string()) + "\n"},
-                       {"hardware", hardware},
-                       {"last_verified", ok ? J(today) : J(nullptr)},
-                       {"metrics", metrics},
-                       {"precision", s.value("precision", std::string("bf16"))},
-                       {"source_pointer", "checkpoint_resume"},
-                       {"status", ok ? "verified" : "unverified"},
-                       {"variant", sweep},
-                       {"workflow", "checkpoint_resume"}});
+    entries.push_back(
+        {{"bridge_commit", maxtext},
+         {"command_topologies", J::array({topology(results, s)})},
+         {"commands", J::array({"cvs run " + results.value("suite", std::string()) + " --config " +
+                                cfg.value("file", std::string()) + " --gtest_filter=*checkpoint_resume*"})},
+         {"dimensions", J::object()},
+         {"enabled_features", J::object()},
+         {"entry_id", slugify(model + "-checkpoint-resume-" + hardware)},
+         {"expected_result", "Phase 1 saved step " + c.value("saved_step", J(nullptr)).dump() +
+                                 "; phase 2 restored step " + c.value("restored_step", J(nullptr)).dump() +
+                                 " and resumed at step " + c.value("resumed_first_step", J(nullptr)).dump() +
+                                 ": " + c.value("message", std::string()) + "\n"},
+         {"hardware", hardware},
+         {"last_verified", ok ? J(today) : J(nullptr)},
+         {"metrics", metrics},
+         {"precision", s.value("precision", std::string("bf16"))},
+         {"source_pointer", "checkpoint_resume"},
+         {"status", ok ? "verified" : "unverified"},
+         {"variant", sweep},
+         {"workflow", "checkpoint_resume"}});
   }
-  J card_model = {{"architecture", "MaxText " + results["sweeps"].begin().value().value("effective_config", J::object()).value("model_name", model)},
+  J card_model = {{"architecture", "MaxText " + results["sweeps"]
+                                                    .begin()
+                                                    .value()
+                                                    .value("effective_config", J::object())
+                                                    .value("model_name", model)},
                   {"base_container", cfg.value("image", std::string())},
                   {"bridge_commit", maxtext},
                   {"entries", entries},
@@ -154,8 +175,9 @@ J make_card(const J& results, const std::string& today) {
                   {"min_transformers_version", nullptr},
                   {"slug", slugify(model)},
                   {"source_card", cfg.value("file", std::string())},
-                  {"summary", "cvs " + results.value("suite", std::string()) + " session of " + results.value("started_at", std::string()) +
-                                  ": " + results.value("status", std::string()) + "\n"},
+                  {"summary", "cvs " + results.value("suite", std::string()) + " session of " +
+                                  results.value("started_at", std::string()) + ": " +
+                                  results.value("status", std::string()) + "\n"},
                   {"title", model}};
   return J{{"generation", "cvs results.json " + results.value("started_at", std::string())},
            {"models", J::array({card_model})},

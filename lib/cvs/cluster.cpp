@@ -11,7 +11,9 @@ bool is_loopback_address(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 || host == "ip6-localhost";
 }
 
-Cluster default_cluster() { return local_cluster(1); }
+Cluster default_cluster() {
+  return local_cluster(1);
+}
 
 Cluster local_cluster(std::size_t count) {
   Cluster c;
@@ -34,48 +36,56 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
   } catch (const nlohmann::json::parse_error& e) {
     throw ConfigError(file.string(), "", std::string("invalid JSON: ") + e.what(), "fix the JSON syntax");
   }
-  if (!root.is_object()) throw ConfigError(file.string(), "", "a cluster file must be a JSON object", "wrap it in { }");
+  if (!root.is_object())
+    throw ConfigError(file.string(), "", "a cluster file must be a JSON object", "wrap it in { }");
   Cluster c;
   c.file = file;
   std::string default_transport = "ssh";
   for (auto it = root.begin(); it != root.end(); ++it) {
     const auto& k = it.key();
     if (!k.empty() && k[0] == '_') continue;
-    if (k != "nodes" && k != "head" && k != "transport" && k != "coordinator_address" && k != "ssh" && k != "overrides" &&
-        k != "scheduler" && k != "slurm")
+    if (k != "nodes" && k != "head" && k != "transport" && k != "coordinator_address" && k != "ssh" &&
+        k != "overrides" && k != "scheduler" && k != "slurm")
       issues.add("/" + pointer_token(k), "unknown key '" + k + "' in the cluster file",
                  "use nodes, head, transport, coordinator_address, ssh, overrides, scheduler or slurm");
   }
   if (auto o = root.find("overrides"); o != root.end()) {
     if (!o->is_object())
-      issues.add("/overrides", "overrides must be an object merged onto the suite config", "write {\"gpus_per_node\": 4}");
+      issues.add("/overrides", "overrides must be an object merged onto the suite config",
+                 "write {\"gpus_per_node\": 4}");
     else
       c.overrides = *o;
   }
   if (auto s = root.find("scheduler"); s != root.end()) {
     if (!s->is_string() || *s != "slurm")
-      issues.add("/scheduler", "scheduler must be \"slurm\" (or absent for a listed set of nodes)", "set \"scheduler\": \"slurm\"");
+      issues.add("/scheduler", "scheduler must be \"slurm\" (or absent for a listed set of nodes)",
+                 "set \"scheduler\": \"slurm\"");
     else
       c.scheduler = "slurm";
   }
   if (c.is_slurm()) {
     auto so = root.find("slurm");
     if (so == root.end() || !so->is_object()) {
-      issues.add("/slurm", "scheduler slurm needs a slurm block", "add \"slurm\": {\"nodes\": 2, \"partition\": \"gpu\"}");
+      issues.add("/slurm", "scheduler slurm needs a slurm block",
+                 "add \"slurm\": {\"nodes\": 2, \"partition\": \"gpu\"}");
     } else {
       for (auto it = so->begin(); it != so->end(); ++it) {
         const auto& k = it.key();
         const std::string p = pointer_join("/slurm", k);
         if (!k.empty() && k[0] == '_') continue;
         if (k == "nodes") {
-          if (!it->is_number_integer() || it->get<int>() < 1) issues.add(p, "nodes must be a positive integer", "e.g. 2");
-          else c.slurm.nodes = it->get<int>();
+          if (!it->is_number_integer() || it->get<int>() < 1)
+            issues.add(p, "nodes must be a positive integer", "e.g. 2");
+          else
+            c.slurm.nodes = it->get<int>();
         } else if (k == "extra_args") {
-          if (!it->is_array()) issues.add(p, "extra_args must be a list of strings", "e.g. [\"--exclusive\"]");
+          if (!it->is_array())
+            issues.add(p, "extra_args must be a list of strings", "e.g. [\"--exclusive\"]");
           else
             for (const auto& a : *it)
               if (a.is_string()) c.slurm.extra_args.push_back(a.get<std::string>());
-        } else if (k == "partition" || k == "account" || k == "time_limit" || k == "container_image" || k == "container_mounts") {
+        } else if (k == "partition" || k == "account" || k == "time_limit" || k == "container_image" ||
+                   k == "container_mounts") {
           if (!it->is_string()) {
             issues.add(p, k + " must be a string", "quote the value");
             continue;
@@ -87,15 +97,18 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
           if (k == "container_image") c.slurm.container_image = v;
           if (k == "container_mounts") c.slurm.container_mounts = v;
         } else {
-          issues.add(p, "unknown slurm key '" + k + "'",
-                     "use nodes, partition, account, time_limit, extra_args, container_image or container_mounts");
+          issues.add(
+              p, "unknown slurm key '" + k + "'",
+              "use nodes, partition, account, time_limit, extra_args, container_image or container_mounts");
         }
       }
       if (!so->contains("nodes"))
-        issues.add("/slurm/nodes", "slurm.nodes is missing", "set how many nodes to allocate, e.g. \"nodes\": 2");
+        issues.add("/slurm/nodes", "slurm.nodes is missing",
+                   "set how many nodes to allocate, e.g. \"nodes\": 2");
     }
     if (root.contains("nodes"))
-      issues.add("/nodes", "with scheduler slurm the nodes come from the allocation", "remove nodes; set slurm.nodes");
+      issues.add("/nodes", "with scheduler slurm the nodes come from the allocation",
+                 "remove nodes; set slurm.nodes");
     // Placeholders until the allocation names the hosts (rank order = SLURM_JOB_NODELIST order).
     for (int i = 0; i < c.slurm.nodes; ++i) {
       Node n;
@@ -115,7 +128,8 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
   }
   auto nodes = root.find("nodes");
   if (nodes == root.end() || !nodes->is_array() || nodes->empty()) {
-    issues.add("/nodes", "nodes must be a non-empty list", "list the nodes, e.g. [{\"host\": \"gpu-node-01\"}]");
+    issues.add("/nodes", "nodes must be a non-empty list",
+               "list the nodes, e.g. [{\"host\": \"gpu-node-01\"}]");
   } else {
     std::set<std::string> names;
     for (std::size_t i = 0; i < nodes->size(); ++i) {
@@ -137,7 +151,8 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
             continue;
           }
           if (k != "name" && k != "host" && k != "user" && k != "ssh_key" && k != "transport") {
-            issues.add(pointer_join(p, k), "unknown node key '" + k + "'", "use name, host, user, ssh_key, port or transport");
+            issues.add(pointer_join(p, k), "unknown node key '" + k + "'",
+                       "use name, host, user, ssh_key, port or transport");
             continue;
           }
           if (!it->is_string()) {
@@ -152,14 +167,18 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
           if (k == "transport") node.transport = v;
         }
       } else {
-        issues.add(p, "a node must be a host name or an object", "write \"gpu-node-01\" or {\"host\": \"gpu-node-01\"}");
+        issues.add(p, "a node must be a host name or an object",
+                   "write \"gpu-node-01\" or {\"host\": \"gpu-node-01\"}");
         continue;
       }
-      if (node.host.empty()) issues.add(pointer_join(p, "host"), "host is empty", "set the node's host name or address");
+      if (node.host.empty())
+        issues.add(pointer_join(p, "host"), "host is empty", "set the node's host name or address");
       if (node.transport != "ssh" && node.transport != "local")
-        issues.add(pointer_join(p, "transport"), "transport must be ssh or local", "set \"transport\": \"ssh\"");
+        issues.add(pointer_join(p, "transport"), "transport must be ssh or local",
+                   "set \"transport\": \"ssh\"");
       if (node.transport == "local" && !is_loopback_address(node.host))
-        issues.add(pointer_join(p, "transport"), "transport local on host '" + node.host + "' (not this machine)",
+        issues.add(pointer_join(p, "transport"),
+                   "transport local on host '" + node.host + "' (not this machine)",
                    "use transport ssh for remote hosts");
       if (node.name.empty()) node.name = node.host;
       if (!names.insert(node.name).second)
@@ -176,7 +195,8 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
           c.head = i;
           found = true;
         }
-    if (!found) issues.add("/head", "head " + h->dump() + " is not the name of a node", "name one of the nodes");
+    if (!found)
+      issues.add("/head", "head " + h->dump() + " is not the name of a node", "name one of the nodes");
   }
   if (auto s = root.find("ssh"); s != root.end()) {
     if (!s->is_object()) {
@@ -189,14 +209,16 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
             issues.add(p, it.key() + " must be a positive integer", "e.g. 10");
             continue;
           }
-          (it.key() == "connect_timeout_s" ? c.ssh.connect_timeout_s : c.ssh.control_persist_s) = it->get<int>();
+          (it.key() == "connect_timeout_s" ? c.ssh.connect_timeout_s : c.ssh.control_persist_s) =
+              it->get<int>();
         } else if (it.key() == "control_dir" && it->is_string()) {
           c.ssh.control_dir = it->get<std::string>();
         } else if (it.key() == "options" && it->is_array()) {
           for (const auto& o : *it)
             if (o.is_string()) c.ssh.extra_options.push_back(o.get<std::string>());
         } else if (!it.key().empty() && it.key()[0] != '_') {
-          issues.add(p, "unknown ssh key '" + it.key() + "'", "use connect_timeout_s, control_persist_s, control_dir or options");
+          issues.add(p, "unknown ssh key '" + it.key() + "'",
+                     "use connect_timeout_s, control_persist_s, control_dir or options");
         }
       }
     }

@@ -21,7 +21,7 @@ struct Node {
 struct SshOptions {
   int connect_timeout_s = 10;
   int control_persist_s = 120;
-  std::string control_dir;  // ControlMaster sockets; default $TMPDIR/cvs-ssh-<user>
+  std::string control_dir;                 // ControlMaster sockets; default $TMPDIR/cvs-ssh-<user>
   std::vector<std::string> extra_options;  // each passed as -o VALUE
 };
 
@@ -31,11 +31,11 @@ struct SlurmOptions {
   int nodes = 0;
   std::string partition;
   std::string account;
-  std::string time_limit;                 // salloc --time, e.g. "01:00:00"
-  std::vector<std::string> extra_args;    // passed to salloc as they are
-  std::string container_image;            // pyxis/enroot: srun --container-image
-  std::string container_mounts;           // pyxis/enroot: srun --container-mounts
-  std::string job_id;                     // set once allocated
+  std::string time_limit;               // salloc --time, e.g. "01:00:00"
+  std::vector<std::string> extra_args;  // passed to salloc as they are
+  std::string container_image;          // pyxis/enroot: srun --container-image
+  std::string container_mounts;         // pyxis/enroot: srun --container-mounts
+  std::string job_id;                   // set once allocated
 };
 
 struct Cluster {
@@ -44,8 +44,8 @@ struct Cluster {
   SlurmOptions slurm;
   bool is_slurm() const { return scheduler == "slurm"; }
   std::vector<Node> nodes;
-  std::size_t head = 0;              // index into nodes
-  std::string coordinator_address;   // address the other nodes use to reach the head
+  std::size_t head = 0;             // index into nodes
+  std::string coordinator_address;  // address the other nodes use to reach the head
   SshOptions ssh;
   OrderedJson overrides = OrderedJson::object();  // JSON merge patch applied to the suite config
   const Node& head_node() const { return nodes.at(head); }

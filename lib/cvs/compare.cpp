@@ -9,12 +9,13 @@ namespace cvs {
 
 Better better_direction(const std::string& m) {
   if (m == "tflops_per_sec_per_gpu" || m == "tokens_per_sec_per_gpu" || m == "tokens_per_sec_total" ||
-      m == "scaling_efficiency_pct" || m == "loss_decreased" || m == "last_10_steps_model_tflops_per_gpu_avg" ||
-      m == "last_10_steps_tokens_per_second_per_gpu_avg")
+      m == "scaling_efficiency_pct" || m == "loss_decreased" ||
+      m == "last_10_steps_model_tflops_per_gpu_avg" || m == "last_10_steps_tokens_per_second_per_gpu_avg")
     return Better::Higher;
   if (m.rfind("step_time", 0) == 0 || m == "final_loss" || m == "eval_loss" || m == "steps_to_target" ||
-      m == "time_to_target_seconds" || m == "last_10_steps_step_time_ms_avg" || m == "checkpoint_save_seconds" ||
-      m == "checkpoint_load_seconds" || m == "loss_curve_slope" || m == "peak_memory_gb")
+      m == "time_to_target_seconds" || m == "last_10_steps_step_time_ms_avg" ||
+      m == "checkpoint_save_seconds" || m == "checkpoint_load_seconds" || m == "loss_curve_slope" ||
+      m == "peak_memory_gb")
     return Better::Lower;
   return Better::Neither;  // initial_loss describes the model, not the cluster
 }
@@ -46,7 +47,8 @@ Comparison compare_results(const nlohmann::ordered_json& o, const nlohmann::orde
     for (const auto& m : tracked_metric_names()) {
       const bool in_old = om.contains(m) && om[m].is_number(), in_new = nm.contains(m) && nm[m].is_number();
       if (in_old != in_new) {
-        c.notes.push_back(s.key() + " training." + m + (in_old ? " missing in the new run" : " not in the baseline"));
+        c.notes.push_back(s.key() + " training." + m +
+                          (in_old ? " missing in the new run" : " not in the baseline"));
         continue;
       }
       if (!in_old) continue;
@@ -56,15 +58,21 @@ Comparison compare_results(const nlohmann::ordered_json& o, const nlohmann::orde
       else if (d.new_value != 0)
         d.delta_pct = d.new_value > 0 ? INFINITY : -INFINITY;
       switch (better_direction(m)) {
-        case Better::Higher: d.regression = d.delta_pct < -tol; break;
-        case Better::Lower: d.regression = d.delta_pct > tol; break;
-        case Better::Neither: break;
+        case Better::Higher:
+          d.regression = d.delta_pct < -tol;
+          break;
+        case Better::Lower:
+          d.regression = d.delta_pct > tol;
+          break;
+        case Better::Neither:
+          break;
       }
       c.deltas.push_back(d);
     }
   }
   for (auto s = o["sweeps"].begin(); s != o["sweeps"].end(); ++s)
-    if (!n["sweeps"].contains(s.key())) c.notes.push_back("sweep " + s.key() + " of the baseline did not run");
+    if (!n["sweeps"].contains(s.key()))
+      c.notes.push_back("sweep " + s.key() + " of the baseline did not run");
   return c;
 }
 
@@ -78,7 +86,8 @@ nlohmann::ordered_json to_json(const Comparison& c, double tol) {
                    {"metric", "training." + d.metric},
                    {"old", d.old_value},
                    {"new", d.new_value},
-                   {"delta_pct", std::isfinite(d.delta_pct) ? nlohmann::ordered_json(d.delta_pct) : nlohmann::ordered_json(nullptr)},
+                   {"delta_pct", std::isfinite(d.delta_pct) ? nlohmann::ordered_json(d.delta_pct)
+                                                            : nlohmann::ordered_json(nullptr)},
                    {"regression", d.regression}});
   j["deltas"] = arr;
   j["notes"] = c.notes;

@@ -28,8 +28,8 @@ struct Comparison {
 };
 
 // Throws std::invalid_argument when either document is not a results.json of a known schema.
-Comparison compare_results(const nlohmann::ordered_json& old_results, const nlohmann::ordered_json& new_results,
-                           double tolerance_pct);
+Comparison compare_results(const nlohmann::ordered_json& old_results,
+                           const nlohmann::ordered_json& new_results, double tolerance_pct);
 nlohmann::ordered_json to_json(const Comparison& c, double tolerance_pct);
 
 }  // namespace cvs

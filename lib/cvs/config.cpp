@@ -16,12 +16,14 @@ namespace fs = std::filesystem;
 
 namespace cvs {
 
-std::string to_string(Mode m) { return m == Mode::Single ? "single" : "distributed"; }
+std::string to_string(Mode m) {
+  return m == Mode::Single ? "single" : "distributed";
+}
 
 const std::vector<std::string>& launcher_owned_env() {
-  static const std::vector<std::string> v = {"JAX_COORDINATOR_IP", "NNODES",   "NODE_RANK",       "JAX_PROCESS_INDEX",
-                                             "HF_TOKEN",           "HF_HOME",  "LD_LIBRARY_PATH", "PYTHONPATH",
-                                             "XLA_FLAGS"};
+  static const std::vector<std::string> v = {"JAX_COORDINATOR_IP", "NNODES",     "NODE_RANK",
+                                             "JAX_PROCESS_INDEX",  "HF_TOKEN",   "HF_HOME",
+                                             "LD_LIBRARY_PATH",    "PYTHONPATH", "XLA_FLAGS"};
   return v;
 }
 
@@ -33,7 +35,8 @@ const std::vector<std::string>& distributed_marker_env() {
 
 const std::vector<ErrorPattern>& default_error_patterns() {
   static const std::vector<ErrorPattern> v = {
-      {"NCCL ERROR", R"(NCCL ERROR|NCCL timeout|ncclSystemError|ncclInternalError|ncclRemoteError|ncclUnhandledCudaError|RCCL error)"},
+      {"NCCL ERROR",
+       R"(NCCL ERROR|NCCL timeout|ncclSystemError|ncclInternalError|ncclRemoteError|ncclUnhandledCudaError|RCCL error)"},
       {"GPU HW fault",
        R"(Memory access fault by GPU|HW Exception by GPU|GPU Hang|hipErrorIllegalAddress|hipErrorLaunchFailure|an illegal memory access was encountered|CUDA_ERROR_ILLEGAL_ADDRESS|Xid \d+)"},
       {"Assertion/JAX traceback",
@@ -45,7 +48,8 @@ const std::vector<ErrorPattern>& default_error_patterns() {
       // absl E/F lines from the coordination service and its known failure texts count.
       {"TF coordination error",
        R"((?m)^[EF]\d{4} [0-9:.]+ +\d+ coordination_service|Terminating process because|DEADLINE_EXCEEDED|Barrier timed out|missing heartbeats|Failed to connect to coordination service|has been set to ERROR|error polling to propagate)"},
-      {"RESOURCE_EXHAUSTED/OOM", R"(RESOURCE_EXHAUSTED|[Oo]ut of memory|OutOfMemory|OOM killer|Killed process)"},
+      {"RESOURCE_EXHAUSTED/OOM",
+       R"(RESOURCE_EXHAUSTED|[Oo]ut of memory|OutOfMemory|OOM killer|Killed process)"},
       {"Segfault", R"(Segmentation fault|SIGSEGV|core dumped|Fatal signal)"},
   };
   return v;
@@ -60,7 +64,8 @@ std::string os_user() {
 const Sweep& SuiteConfig::sweep(const std::string& key) const {
   for (const auto& s : sweeps)
     if (s.key == key) return s;
-  throw ConfigError(file.string(), "/sweeps", "no sweep '" + key + "'", "add it to sweeps or remove it from runs");
+  throw ConfigError(file.string(), "/sweeps", "no sweep '" + key + "'",
+                    "add it to sweeps or remove it from runs");
 }
 
 std::string SuiteConfig::model_label() const {
@@ -84,16 +89,24 @@ namespace {
 
 constexpr const char* kChangeme = "<changeme>";
 
-bool is_comment_key(const std::string& k) { return !k.empty() && k[0] == '_'; }
+bool is_comment_key(const std::string& k) {
+  return !k.empty() && k[0] == '_';
+}
 
 std::string type_name(const OrderedJson& j) {
   switch (j.type()) {
-    case OrderedJson::value_t::null: return "null";
-    case OrderedJson::value_t::boolean: return "a boolean";
-    case OrderedJson::value_t::string: return "a string";
-    case OrderedJson::value_t::array: return "an array";
-    case OrderedJson::value_t::object: return "an object";
-    default: return "a number";
+    case OrderedJson::value_t::null:
+      return "null";
+    case OrderedJson::value_t::boolean:
+      return "a boolean";
+    case OrderedJson::value_t::string:
+      return "a string";
+    case OrderedJson::value_t::array:
+      return "an array";
+    case OrderedJson::value_t::object:
+      return "an object";
+    default:
+      return "a number";
   }
 }
 
@@ -149,7 +162,9 @@ class Reader {
            bool required = false) {
     auto it = obj.find(key);
     if (it == obj.end()) {
-      if (required) issues_.add(pointer_join(ptr, key), "required key '" + key + "' is missing", "add \"" + key + "\": \"...\"");
+      if (required)
+        issues_.add(pointer_join(ptr, key), "required key '" + key + "' is missing",
+                    "add \"" + key + "\": \"...\"");
       return;
     }
     if (!it->is_string()) {
@@ -164,7 +179,8 @@ class Reader {
     auto it = obj.find(key);
     if (it == obj.end()) return;
     if (!it->is_boolean()) {
-      issues_.add(pointer_join(ptr, key), "'" + key + "' must be true or false, found " + type_name(*it) + " " + it->dump(),
+      issues_.add(pointer_join(ptr, key),
+                  "'" + key + "' must be true or false, found " + type_name(*it) + " " + it->dump(),
                   "write true or false without quotes");
       return;
     }
@@ -172,21 +188,25 @@ class Reader {
   }
 
   template <typename Int>
-  void integer(const OrderedJson& obj, const std::string& key, const std::string& ptr, Int& out, long long min,
-               bool required = false) {
+  void integer(const OrderedJson& obj, const std::string& key, const std::string& ptr, Int& out,
+               long long min, bool required = false) {
     auto it = obj.find(key);
     if (it == obj.end()) {
-      if (required) issues_.add(pointer_join(ptr, key), "required key '" + key + "' is missing", "add \"" + key + "\": <integer>");
+      if (required)
+        issues_.add(pointer_join(ptr, key), "required key '" + key + "' is missing",
+                    "add \"" + key + "\": <integer>");
       return;
     }
     if (!it->is_number_integer()) {
-      issues_.add(pointer_join(ptr, key), "'" + key + "' must be an integer, found " + type_name(*it) + " " + it->dump(),
+      issues_.add(pointer_join(ptr, key),
+                  "'" + key + "' must be an integer, found " + type_name(*it) + " " + it->dump(),
                   "write a whole number without quotes");
       return;
     }
     long long v = it->get<long long>();
     if (v < min) {
-      issues_.add(pointer_join(ptr, key), "'" + key + "' is " + std::to_string(v) + ", must be >= " + std::to_string(min),
+      issues_.add(pointer_join(ptr, key),
+                  "'" + key + "' is " + std::to_string(v) + ", must be >= " + std::to_string(min),
                   "set it to at least " + std::to_string(min));
       return;
     }
@@ -198,32 +218,37 @@ class Reader {
     auto it = obj.find(key);
     if (it == obj.end()) return;
     if (!it->is_number()) {
-      issues_.add(pointer_join(ptr, key), "'" + key + "' must be a number, found " + type_name(*it) + " " + it->dump(),
+      issues_.add(pointer_join(ptr, key),
+                  "'" + key + "' must be a number, found " + type_name(*it) + " " + it->dump(),
                   "write a number without quotes");
       return;
     }
     double v = it->get<double>();
     if (min && v < *min) {
-      issues_.add(pointer_join(ptr, key), "'" + key + "' is " + it->dump() + ", must be >= " + std::to_string(*min),
+      issues_.add(pointer_join(ptr, key),
+                  "'" + key + "' is " + it->dump() + ", must be >= " + std::to_string(*min),
                   "set a non-negative value");
       return;
     }
     out = v;
   }
 
-  void str_list(const OrderedJson& obj, const std::string& key, const std::string& ptr, std::vector<std::string>& out) {
+  void str_list(const OrderedJson& obj, const std::string& key, const std::string& ptr,
+                std::vector<std::string>& out) {
     auto it = obj.find(key);
     if (it == obj.end()) return;
     const std::string p = pointer_join(ptr, key);
     if (!it->is_array()) {
-      issues_.add(p, "'" + key + "' must be a list of strings, found " + type_name(*it), "write it as [\"...\", ...]");
+      issues_.add(p, "'" + key + "' must be a list of strings, found " + type_name(*it),
+                  "write it as [\"...\", ...]");
       return;
     }
     out.clear();
     for (std::size_t i = 0; i < it->size(); ++i) {
       const auto& e = (*it)[i];
       if (!e.is_string()) {
-        issues_.add(pointer_join(p, i), "list entry must be a string, found " + type_name(e), "quote the value");
+        issues_.add(pointer_join(p, i), "list entry must be a string, found " + type_name(e),
+                    "quote the value");
         continue;
       }
       out.push_back(e.get<std::string>());
@@ -243,15 +268,18 @@ void strip_comments(OrderedJson& j, const std::string& ptr, IssueList& issues) {
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (is_comment_key(it.key())) {
         if (in_maxtext)
-          issues.add(pointer_join(ptr, it.key()),
-                     "comment key '" + it.key() + "' inside maxtext_config would be written to the MaxText YAML, "
-                     "which rejects unknown keys",
-                     "move the comment next to maxtext_config, e.g. as \"_maxtext_config_comment\" in train_params");
+          issues.add(
+              pointer_join(ptr, it.key()),
+              "comment key '" + it.key() +
+                  "' inside maxtext_config would be written to the MaxText YAML, "
+                  "which rejects unknown keys",
+              "move the comment next to maxtext_config, e.g. as \"_maxtext_config_comment\" in train_params");
         drop.push_back(it.key());
       }
     }
     for (const auto& k : drop) j.erase(k);
-    for (auto it = j.begin(); it != j.end(); ++it) strip_comments(it.value(), pointer_join(ptr, it.key()), issues);
+    for (auto it = j.begin(); it != j.end(); ++it)
+      strip_comments(it.value(), pointer_join(ptr, it.key()), issues);
   } else if (j.is_array()) {
     for (std::size_t i = 0; i < j.size(); ++i) strip_comments(j[i], pointer_join(ptr, i), issues);
   }
@@ -342,16 +370,19 @@ void find_changeme(const OrderedJson& j, const std::string& ptr, IssueList& issu
     std::string fix = "replace the whole value with your cluster's setting";
     if (ptr.rfind("/container/env/", 0) == 0) {
       const std::string var = ptr.substr(std::string("/container/env/").size());
-      if (var == "NCCL_IB_HCA") fix = "list your RDMA HCAs (see `ibv_devices`), e.g. \"rdma0,rdma1\"";
+      if (var == "NCCL_IB_HCA")
+        fix = "list your RDMA HCAs (see `ibv_devices`), e.g. \"rdma0,rdma1\"";
       else if (var == "NCCL_SOCKET_IFNAME" || var == "GLOO_SOCKET_IFNAME")
         fix = "name the host interface (see `ip -br link`), e.g. \"eno0\"";
-      else if (var == "NCCL_IB_GID_INDEX") fix = "set the RoCE GID index of your fabric, e.g. \"3\"";
+      else if (var == "NCCL_IB_GID_INDEX")
+        fix = "set the RoCE GID index of your fabric, e.g. \"3\"";
     } else if (ptr == "/threshold_json") {
       fix = "point it at the mi300x_* or mi325x_* _threshold.json for your GPU, without the <changeme> tag";
     }
     issues.add(ptr, "value still contains <changeme>: \"" + s + "\"", fix);
   } else if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) find_changeme(it.value(), pointer_join(ptr, it.key()), issues);
+    for (auto it = j.begin(); it != j.end(); ++it)
+      find_changeme(it.value(), pointer_join(ptr, it.key()), issues);
   } else if (j.is_array()) {
     for (std::size_t i = 0; i < j.size(); ++i) find_changeme(j[i], pointer_join(ptr, i), issues);
   }
@@ -371,7 +402,8 @@ void check_injected_keys(const OrderedJson& obj, const std::string& ptr, IssueLi
   }
 }
 
-void read_paths(const OrderedJson& root, Reader& rd, IssueList& issues, std::map<std::string, std::string>& raw) {
+void read_paths(const OrderedJson& root, Reader& rd, IssueList& issues,
+                std::map<std::string, std::string>& raw) {
   Paths defaults;
   raw = {{"shared_fs", defaults.shared_fs},
          {"models_dir", defaults.models_dir},
@@ -381,7 +413,8 @@ void read_paths(const OrderedJson& root, Reader& rd, IssueList& issues, std::map
   if (const auto* p = rd.object(root, "paths", "")) {
     for (auto it = p->begin(); it != p->end(); ++it) {
       if (!it->is_string()) {
-        issues.add(pointer_join("/paths", it.key()), "path '" + it.key() + "' must be a string", "quote the path");
+        issues.add(pointer_join("/paths", it.key()), "path '" + it.key() + "' must be a string",
+                   "quote the path");
         continue;
       }
       raw[it.key()] = it->get<std::string>();
@@ -413,8 +446,8 @@ void read_container(const OrderedJson& root, Reader& rd, IssueList& issues, Cont
       if (const auto* a = rd.object(*it, "args", P + "/runtime")) {
         const std::string A = P + "/runtime/args";
         rd.unknown_keys(*a, A,
-                        {"network", "ipc", "privileged", "shm-size", "ulimit", "volumes", "devices", "group-add",
-                         "cap-add", "security-opt", "gpus"},
+                        {"network", "ipc", "privileged", "shm-size", "ulimit", "volumes", "devices",
+                         "group-add", "cap-add", "security-opt", "gpus"},
                         "container.runtime.args");
         rd.str(*a, "network", A, c.args.network);
         rd.str(*a, "ipc", A, c.args.ipc);
@@ -436,7 +469,8 @@ void read_container(const OrderedJson& root, Reader& rd, IssueList& issues, Cont
   if (c.runtime != "docker" && c.runtime != "podman" && c.runtime != "local")
     issues.add(P + "/runtime/name", "unknown runtime '" + c.runtime + "'", "use docker, podman or local");
   if (c.runtime != "local" && c.name.empty())
-    issues.add(P + "/name", "container name is empty", "set a unique container name, e.g. \"cvs-jaxmaxtext\"");
+    issues.add(P + "/name", "container name is empty",
+               "set a unique container name, e.g. \"cvs-jaxmaxtext\"");
   if (const auto* env = rd.object(*ct, "env", P)) {
     for (auto it = env->begin(); it != env->end(); ++it) {
       const std::string ptr = pointer_join(P + "/env", it.key());
@@ -465,8 +499,8 @@ void read_train_params(const OrderedJson& root, Reader& rd, IssueList& issues, T
     return;
   }
   rd.unknown_keys(*tp, P,
-                  {"hf_model_id", "train_script_paths", "python", "model_id", "maxtext_branch", "maxtext_root",
-                   "maxtext_install_cmd", "maxtext_config", "xla_flags"},
+                  {"hf_model_id", "train_script_paths", "python", "model_id", "maxtext_branch",
+                   "maxtext_root", "maxtext_install_cmd", "maxtext_config", "xla_flags"},
                   "train_params");
   rd.str(*tp, "hf_model_id", P, t.hf_model_id);
   rd.str_list(*tp, "train_script_paths", P, t.train_script_paths);
@@ -490,11 +524,13 @@ void read_train_params(const OrderedJson& root, Reader& rd, IssueList& issues, T
     for (auto it = xf->begin(); it != xf->end(); ++it) {
       const std::string ptr = pointer_join(P + "/xla_flags", it.key());
       if (it.key().rfind("--", 0) == 0) {
-        issues.add(ptr, "flag name '" + it.key() + "' starts with --", "write the flag without the leading --");
+        issues.add(ptr, "flag name '" + it.key() + "' starts with --",
+                   "write the flag without the leading --");
         continue;
       }
       if (!(it->is_string() || it->is_number() || it->is_boolean())) {
-        issues.add(ptr, "flag value must be a scalar, found " + type_name(*it), "write the value as a string");
+        issues.add(ptr, "flag value must be a scalar, found " + type_name(*it),
+                   "write the value as a string");
         continue;
       }
       t.xla_flags.emplace_back(it.key(), scalar_to_string(*it));
@@ -525,7 +561,8 @@ void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteCo
     rd.integer(*b, "sample_every", P, c.loss_curve.sample_every, 1);
     if (auto it = b->find("milestone_steps"); it != b->end()) {
       if (!it->is_array()) {
-        issues.add(P + "/milestone_steps", "milestone_steps must be a list of step numbers", "write e.g. [100, 500]");
+        issues.add(P + "/milestone_steps", "milestone_steps must be a list of step numbers",
+                   "write e.g. [100, 500]");
       } else {
         c.loss_curve.milestone_steps.clear();
         for (std::size_t i = 0; i < it->size(); ++i) {
@@ -556,11 +593,11 @@ void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteCo
   if (const auto* b = rd.object(root, "checkpoint_resume", "")) {
     const std::string P = "/checkpoint_resume";
     auto& cr = c.checkpoint_resume;
-    rd.unknown_keys(*b, P,
-                    {"enabled", "sweep", "steps_before_ckpt", "steps_after_resume", "checkpoint_period",
-                     "loss_tolerance", "max_save_seconds", "max_load_seconds", "delete_ckpt_dir",
-                     "smoke_model_overrides"},
-                    "checkpoint_resume");
+    rd.unknown_keys(
+        *b, P,
+        {"enabled", "sweep", "steps_before_ckpt", "steps_after_resume", "checkpoint_period", "loss_tolerance",
+         "max_save_seconds", "max_load_seconds", "delete_ckpt_dir", "smoke_model_overrides"},
+        "checkpoint_resume");
     rd.boolean(*b, "enabled", P, cr.enabled);
     rd.str(*b, "sweep", P, cr.sweep);
     rd.integer(*b, "steps_before_ckpt", P, cr.steps_before_ckpt, 1);
@@ -611,7 +648,8 @@ void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteCo
 void read_sweeps(const OrderedJson& root, IssueList& issues, SuiteConfig& c) {
   auto it = root.find("sweeps");
   if (it == root.end() || !it->is_object() || it->empty()) {
-    issues.add("/sweeps", it == root.end() ? "required block 'sweeps' is missing" : "sweeps must be a non-empty object",
+    issues.add("/sweeps",
+               it == root.end() ? "required block 'sweeps' is missing" : "sweeps must be a non-empty object",
                "add \"sweeps\": {\"BS=1,PRECISION=BF16,SL=2048\": {}}");
   } else {
     for (auto s = it->begin(); s != it->end(); ++s) {
@@ -679,11 +717,13 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
         ++col;
       }
     }
-    throw ConfigError(file.string(), "",
-                      "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + e.what(),
-                      "fix the JSON syntax (trailing commas and comments are not allowed; use \"_comment\" keys)");
+    throw ConfigError(
+        file.string(), "",
+        "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + e.what(),
+        "fix the JSON syntax (trailing commas and comments are not allowed; use \"_comment\" keys)");
   }
-  if (!root.is_object()) throw ConfigError(file.string(), "", "the config must be a JSON object", "wrap it in { }");
+  if (!root.is_object())
+    throw ConfigError(file.string(), "", "the config must be a JSON object", "wrap it in { }");
 
   strip_comments(root, "", issues);
   find_changeme(root, "", issues);
@@ -693,15 +733,15 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
   Reader rd(issues);
   rd.unknown_keys(root, "",
                   {"gpu_name", "gpus_per_node", "threshold_json", "enforce_thresholds", "paths", "container",
-                   "train_params", "scaling_baseline", "convergence", "loss_curve", "smoke", "checkpoint_resume",
-                   "error_patterns", "sweeps", "runs"},
+                   "train_params", "scaling_baseline", "convergence", "loss_curve", "smoke",
+                   "checkpoint_resume", "error_patterns", "sweeps", "runs"},
                   "the config root");
 
   std::map<std::string, std::string> raw_paths;
   read_paths(root, rd, issues, raw_paths);
   const char* root_env = std::getenv("CVS_ROOT");
-  Placeholders ph(options.user.empty() ? os_user() : options.user, root_env ? root_env : CVS_SOURCE_DIR, raw_paths,
-                  issues);
+  Placeholders ph(options.user.empty() ? os_user() : options.user, root_env ? root_env : CVS_SOURCE_DIR,
+                  raw_paths, issues);
   std::map<std::string, std::string> resolved;
   for (const auto& [k, v] : raw_paths) resolved[k] = ph.path(k);
   resolve_all(root, "", ph);
@@ -736,7 +776,8 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
     if (c.threshold_path.empty() && options.require_threshold_file) {
       std::string looked;
       for (const auto& cand : candidates) looked += (looked.empty() ? "" : ", ") + cand.string();
-      issues.add("/threshold_json", "threshold file '" + c.threshold_json + "' not found (looked in " + looked + ")",
+      issues.add("/threshold_json",
+                 "threshold file '" + c.threshold_json + "' not found (looked in " + looked + ")",
                  "create it next to the config (or in thresholds/), or fix the file name");
     }
   }
@@ -754,11 +795,13 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
 
   // Every run needs a step count: completion detection and the poll budget derive from it.
   for (const auto& run : c.runs) {
-    const auto sit = std::find_if(c.sweeps.begin(), c.sweeps.end(), [&](const Sweep& s) { return s.key == run; });
+    const auto sit =
+        std::find_if(c.sweeps.begin(), c.sweeps.end(), [&](const Sweep& s) { return s.key == run; });
     if (sit == c.sweeps.end()) continue;
     const auto& o = sit->overrides;
     const auto& mc = c.train_params.maxtext_config;
-    const OrderedJson* steps = o.contains("steps") ? &o["steps"] : (mc.contains("steps") ? &mc["steps"] : nullptr);
+    const OrderedJson* steps =
+        o.contains("steps") ? &o["steps"] : (mc.contains("steps") ? &mc["steps"] : nullptr);
     const std::string ptr = o.contains("steps") ? pointer_join(pointer_join("/sweeps", run), "steps")
                                                 : "/train_params/maxtext_config/steps";
     if (!steps)
@@ -789,13 +832,15 @@ std::vector<ConfigIssue> preflight(const SuiteConfig& cfg) {
   const auto& c = cfg.container;
   if (c.runtime == "local") return out;
   if (c.image.find(kChangeme) != std::string::npos)
-    out.push_back({cfg.file.string(), "/container/image", "container.image still contains <changeme>: \"" + c.image + "\"",
+    out.push_back({cfg.file.string(), "/container/image",
+                   "container.image still contains <changeme>: \"" + c.image + "\"",
                    "set the image tag your cluster has, e.g. \"rocm/jax-training:maxtext-v26.4\""});
   else if (c.image.empty())
     out.push_back({cfg.file.string(), "/container/image", "container.image is empty",
                    "set the MaxText/JAX image present on all nodes"});
   else if (c.image.find(' ') != std::string::npos)
-    out.push_back({cfg.file.string(), "/container/image", "container.image \"" + c.image + "\" contains a space",
+    out.push_back({cfg.file.string(), "/container/image",
+                   "container.image \"" + c.image + "\" contains a space",
                    "write a single image reference, e.g. \"rocm/jax-training:maxtext-v26.4\""});
   return out;
 }

@@ -31,17 +31,17 @@ struct Paths {
 };
 
 struct RuntimeArgs {
-  std::string network;                // --network
-  std::string ipc;                    // --ipc
-  bool privileged = false;            // --privileged
-  std::string shm_size;               // --shm-size
-  std::vector<std::string> ulimit;    // --ulimit (each)
-  std::vector<std::string> volumes;   // -v (each)
-  std::vector<std::string> devices;   // --device (each)
-  std::vector<std::string> group_add; // --group-add (each)
-  std::vector<std::string> cap_add;   // --cap-add (each)
+  std::string network;                    // --network
+  std::string ipc;                        // --ipc
+  bool privileged = false;                // --privileged
+  std::string shm_size;                   // --shm-size
+  std::vector<std::string> ulimit;        // --ulimit (each)
+  std::vector<std::string> volumes;       // -v (each)
+  std::vector<std::string> devices;       // --device (each)
+  std::vector<std::string> group_add;     // --group-add (each)
+  std::vector<std::string> cap_add;       // --cap-add (each)
   std::vector<std::string> security_opt;  // --security-opt (each)
-  std::string gpus;                   // --gpus (NVIDIA container toolkit), e.g. "all"
+  std::string gpus;                       // --gpus (NVIDIA container toolkit), e.g. "all"
 };
 
 struct Container {
@@ -118,8 +118,8 @@ struct SuiteConfig {
   std::string gpu_name;
   int gpus_per_node = 0;
   bool enforce_thresholds = false;
-  std::string threshold_json;                  // as written (resolved placeholders)
-  std::filesystem::path threshold_path;        // where it was found
+  std::string threshold_json;            // as written (resolved placeholders)
+  std::filesystem::path threshold_path;  // where it was found
   Paths paths;
   Container container;
   TrainParams train_params;

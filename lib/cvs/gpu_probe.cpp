@@ -73,7 +73,8 @@ GpuProbe parse_rocm_smi_json(const std::string& text) {
       if (const auto total = to_number(c["VRAM Total Memory (B)"])) {
         d.total_gb = total.value() / 1e9;
         if (c.contains("VRAM Total Used Memory (B)"))
-          if (const auto used = to_number(c["VRAM Total Used Memory (B)"])) d.free_gb = (total.value() - used.value()) / 1e9;
+          if (const auto used = to_number(c["VRAM Total Used Memory (B)"]))
+            d.free_gb = (total.value() - used.value()) / 1e9;
       }
     }
     p.devices.push_back(d);
@@ -106,7 +107,8 @@ GpuProbe parse_amd_smi_json(const std::string& static_json, const std::string& m
       if (m.value("gpu", -1) == d.index && m.contains("mem_usage")) {
         const auto& mu = m["mem_usage"];
         if (mu.contains("total_vram")) d.total_gb = size_gb(mu["total_vram"]);
-        if (mu.contains("free_vram")) d.free_gb = size_gb(mu["free_vram"]);
+        if (mu.contains("free_vram"))
+          d.free_gb = size_gb(mu["free_vram"]);
         else if (mu.contains("used_vram") && d.total_gb)
           if (auto u = size_gb(mu["used_vram"])) d.free_gb = *d.total_gb - *u;
       }
@@ -145,13 +147,16 @@ GpuProbe parse_nvidia_smi_csv(const std::string& text) {
 }
 
 std::vector<std::string> gpu_probe_command() {
-  return {"sh", "-c",
-          "if command -v amd-smi >/dev/null 2>&1; then echo CVS-AMDSMI-STATIC; amd-smi static --asic --vram --json; "
-          "echo; echo CVS-AMDSMI-METRIC; amd-smi metric --mem-usage --json; "
-          "elif command -v rocm-smi >/dev/null 2>&1; then echo CVS-ROCMSMI; rocm-smi --showproductname --showmeminfo vram --json; "
-          "elif command -v nvidia-smi >/dev/null 2>&1; then echo CVS-NVSMI; "
-          "nvidia-smi --query-gpu=index,name,memory.total,memory.free,compute_cap --format=csv,noheader,nounits; "
-          "else echo CVS-NONE; fi"};
+  return {
+      "sh", "-c",
+      "if command -v amd-smi >/dev/null 2>&1; then echo CVS-AMDSMI-STATIC; amd-smi static --asic --vram "
+      "--json; "
+      "echo; echo CVS-AMDSMI-METRIC; amd-smi metric --mem-usage --json; "
+      "elif command -v rocm-smi >/dev/null 2>&1; then echo CVS-ROCMSMI; rocm-smi --showproductname "
+      "--showmeminfo vram --json; "
+      "elif command -v nvidia-smi >/dev/null 2>&1; then echo CVS-NVSMI; "
+      "nvidia-smi --query-gpu=index,name,memory.total,memory.free,compute_cap --format=csv,noheader,nounits; "
+      "else echo CVS-NONE; fi"};
 }
 
 GpuProbe parse_probe_output(const std::string& out) {
@@ -224,8 +229,8 @@ std::vector<std::string> check_probe(const GpuProbe& p, const std::string& gpu_n
                                      double min_free_fraction) {
   std::vector<std::string> bad;
   if (p.no_gpu()) {
-    bad.push_back("no GPU found (" + p.source + (p.error.empty() ? "" : ": " + p.error) + "), gpus_per_node is " +
-                  std::to_string(gpus_per_node));
+    bad.push_back("no GPU found (" + p.source + (p.error.empty() ? "" : ": " + p.error) +
+                  "), gpus_per_node is " + std::to_string(gpus_per_node));
     return bad;
   }
   if (static_cast<int>(p.devices.size()) != gpus_per_node)
@@ -234,19 +239,20 @@ std::vector<std::string> check_probe(const GpuProbe& p, const std::string& gpu_n
   if (auto want = expected_arch(gpu_name)) {
     for (const auto& d : p.devices)
       if (!d.arch.empty() && d.arch.rfind(*want, 0) != 0) {
-        bad.push_back("GPU " + std::to_string(d.index) + " (" + d.name + ") is " + d.arch + " but gpu_name '" + gpu_name +
-                      "' runs on " + *want);
+        bad.push_back("GPU " + std::to_string(d.index) + " (" + d.name + ") is " + d.arch +
+                      " but gpu_name '" + gpu_name + "' runs on " + *want);
         break;
       }
   }
   for (const auto& d : p.devices)
     if (d.total_gb && d.free_gb && *d.total_gb > 0 && *d.free_gb < min_free_fraction * *d.total_gb) {
       char b[200];
-      std::snprintf(b, sizeof b, "GPU %d has %.1f of %.1f GB free (< %.0f%%): another job is on it", d.index, *d.free_gb,
-                    *d.total_gb, min_free_fraction * 100);
+      std::snprintf(b, sizeof b, "GPU %d has %.1f of %.1f GB free (< %.0f%%): another job is on it", d.index,
+                    *d.free_gb, *d.total_gb, min_free_fraction * 100);
       bad.push_back(b);
     }
-  if (p.sanity_kernel_ok && !*p.sanity_kernel_ok) bad.push_back("the on-device sanity kernel failed: " + p.sanity_detail);
+  if (p.sanity_kernel_ok && !*p.sanity_kernel_ok)
+    bad.push_back("the on-device sanity kernel failed: " + p.sanity_detail);
   return bad;
 }
 

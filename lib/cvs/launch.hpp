@@ -71,7 +71,7 @@ struct RunOutcome {
   std::string first_error_node;
   std::vector<NodeOutcome> nodes;  // rank order; nodes[0] is the head (metrics source)
   double wall_seconds = 0;
-  double start_seconds = 0;  // until training and its log stream were started on every node
+  double start_seconds = 0;                  // until training and its log stream were started on every node
   std::filesystem::path maxtext_yaml_local;  // copy of the YAML that ran
 };
 

@@ -10,7 +10,9 @@
 namespace cvs {
 namespace {
 
-std::string quote_literal(const std::string& s) { return RE2::QuoteMeta(s); }
+std::string quote_literal(const std::string& s) {
+  return RE2::QuoteMeta(s);
+}
 
 }  // namespace
 
@@ -145,7 +147,8 @@ std::size_t LogFollower::poll() {
   if (ec) return 0;  // not created yet
   if (size < offset_)
     throw std::runtime_error(path_.string() + " shrank from " + std::to_string(offset_) + " to " +
-                             std::to_string(size) + " bytes: the log was truncated or replaced during the run");
+                             std::to_string(size) +
+                             " bytes: the log was truncated or replaced during the run");
   if (size == offset_) return 0;
   std::ifstream in(path_, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(offset_));

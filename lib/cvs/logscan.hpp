@@ -17,15 +17,15 @@ namespace cvs {
 
 struct ErrorMatch {
   std::string pattern_name;
-  std::string line;        // the matched line (trimmed to 1000 chars)
-  long long line_no = 0;   // 1-based
+  std::string line;       // the matched line (trimmed to 1000 chars)
+  long long line_no = 0;  // 1-based
 };
 
 struct ScanResult {
   std::vector<StepRecord> steps;
   std::vector<EvalRecord> evals;
   std::vector<CheckpointEvent> checkpoints;
-  std::vector<ErrorMatch> errors;  // in log order, at most kMaxErrors kept
+  std::vector<ErrorMatch> errors;    // in log order, at most kMaxErrors kept
   std::optional<std::string> abort;  // "NaN"/"Inf" when MaxText aborted on a non-finite loss
   std::optional<double> peak_memory_gb;
   std::optional<double> memory_limit_gb;

@@ -47,7 +47,9 @@ std::optional<double> field(std::string_view s, std::string_view name) {
   return std::nullopt;
 }
 
-bool contains(std::string_view s, std::string_view n) { return s.find(n) != std::string_view::npos; }
+bool contains(std::string_view s, std::string_view n) {
+  return s.find(n) != std::string_view::npos;
+}
 
 std::optional<long long> int_after(std::string_view s, std::string_view needle) {
   auto p = s.find(needle);
@@ -57,7 +59,8 @@ std::optional<long long> int_after(std::string_view s, std::string_view needle) 
 }
 
 // "... in 0.14 seconds @ /path/to/checkpoints/10" -> seconds, step (last path component).
-std::optional<CheckpointEvent> orbax_duration(std::string_view s, std::string_view needle, CheckpointEventKind kind) {
+std::optional<CheckpointEvent> orbax_duration(std::string_view s, std::string_view needle,
+                                              CheckpointEventKind kind) {
   auto p = s.find(needle);
   if (p == std::string_view::npos) return std::nullopt;
   std::string_view rest = s.substr(p + needle.size());
@@ -67,7 +70,8 @@ std::optional<CheckpointEvent> orbax_duration(std::string_view s, std::string_vi
   auto at = rest.find(" @ ");
   if (at != std::string_view::npos) {
     std::string_view path = rest.substr(at + 3);
-    while (!path.empty() && (path.back() == '\r' || path.back() == ' ' || path.back() == '.')) path.remove_suffix(1);
+    while (!path.empty() && (path.back() == '\r' || path.back() == ' ' || path.back() == '.'))
+      path.remove_suffix(1);
     auto slash = path.rfind('/');
     std::string_view last = slash == std::string_view::npos ? path : path.substr(slash + 1);
     if (!last.empty() && last.find_first_not_of("0123456789") == std::string_view::npos)
@@ -162,7 +166,8 @@ std::optional<LogEvent> parse_maxtext_line(std::string_view line) {
   }
   // Orbax: "[async] Finished save (blocking + background) in S seconds @ DIR/STEP" (async) or
   // "[sync] Finished save in S seconds @ DIR/STEP"; "[sync] Finished load in S seconds @ DIR/STEP".
-  if (auto d = orbax_duration(line, "Finished save (blocking + background) in ", CheckpointEventKind::SaveDuration)) {
+  if (auto d = orbax_duration(line, "Finished save (blocking + background) in ",
+                              CheckpointEventKind::SaveDuration)) {
     ev.checkpoint = d;
     return ev;
   }

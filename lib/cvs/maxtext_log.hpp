@@ -13,7 +13,7 @@ namespace cvs {
 
 struct StepRecord {
   long long step = 0;
-  std::optional<double> seconds;           // absent on profiler boundary lines
+  std::optional<double> seconds;            // absent on profiler boundary lines
   std::optional<double> tflops_per_device;  // absent during batch rampup
   std::optional<double> tokens_per_device;
   std::optional<double> total_weights;
@@ -40,8 +40,8 @@ struct LogEvent {
   std::optional<StepRecord> step;
   std::optional<EvalRecord> eval;
   std::optional<CheckpointEvent> checkpoint;
-  std::optional<std::string> abort;          // "NaN" / "Inf" from "Aborting training due to X loss."
-  std::optional<double> memory_used_gb;      // "Using (GB) X / Y" memstats
+  std::optional<std::string> abort;      // "NaN" / "Inf" from "Aborting training due to X loss."
+  std::optional<double> memory_used_gb;  // "Using (GB) X / Y" memstats
   std::optional<double> memory_limit_gb;
   std::optional<std::pair<std::string, std::string>> config_param;  // "Config param KEY: VALUE"
 };

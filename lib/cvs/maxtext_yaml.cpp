@@ -71,8 +71,8 @@ void emit(YAML::Emitter& out, const OrderedJson& j) {
 
 }  // namespace
 
-OrderedJson sweep_maxtext_config(const SuiteConfig& cfg, const std::string& sweep_key, const std::string& run_name,
-                                 const std::string& base_output_directory) {
+OrderedJson sweep_maxtext_config(const SuiteConfig& cfg, const std::string& sweep_key,
+                                 const std::string& run_name, const std::string& base_output_directory) {
   const Sweep& s = cfg.sweep(sweep_key);
   OrderedJson m = cfg.train_params.maxtext_config;
   merge_into(m, key_overrides(s.parsed, cfg.gpu_name, cfg.file.string(), "/sweeps/" + sweep_key));

@@ -10,8 +10,8 @@ namespace cvs {
 
 // base maxtext_config <- the sweep key's overrides <- the sweep's own {} (wins) <- run_name and
 // base_output_directory (injected by the driver).
-OrderedJson sweep_maxtext_config(const SuiteConfig& cfg, const std::string& sweep_key, const std::string& run_name,
-                                 const std::string& base_output_directory);
+OrderedJson sweep_maxtext_config(const SuiteConfig& cfg, const std::string& sweep_key,
+                                 const std::string& run_name, const std::string& base_output_directory);
 
 // The smoke run: base maxtext_config in BF16 with the smoke block's steps, batch and seqlen.
 OrderedJson smoke_maxtext_config(const SuiteConfig& cfg, const std::string& run_name,

@@ -43,11 +43,12 @@ void check_step_series(const std::vector<StepRecord>& steps, const std::string& 
   for (std::size_t i = 1; i < steps.size(); ++i) {
     const auto prev = steps[i - 1].step, cur = steps[i].step;
     if (cur == prev)
-      throw MetricsError(source + ": step " + std::to_string(cur) +
-                         " appears twice: two runs wrote into one log (duplicates are rejected, not averaged)");
+      throw MetricsError(
+          source + ": step " + std::to_string(cur) +
+          " appears twice: two runs wrote into one log (duplicates are rejected, not averaged)");
     if (cur < prev)
-      throw MetricsError(source + ": step numbers go down (" + std::to_string(prev) + " then " + std::to_string(cur) +
-                         "): the log holds a restarted or blended run");
+      throw MetricsError(source + ": step numbers go down (" + std::to_string(prev) + " then " +
+                         std::to_string(cur) + "): the log holds a restarted or blended run");
   }
 }
 
@@ -81,7 +82,9 @@ std::optional<double> least_squares_slope(const std::vector<LossPoint>& pts) {
 
 namespace {
 
-double mean(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
+double mean(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
 
 // Work over time for per-step rates: with constant work per step, N / sum(1/rate_i) equals
 // total work / total time. A mean of rates would let one short step inflate the figure.
@@ -117,7 +120,10 @@ RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vect
   set("initial_loss", steps.front().loss);
   set("final_loss", steps.back().loss);
   // NaN compares false: a run with a non-finite loss never reports a decrease.
-  set("loss_decreased", (std::isfinite(steps.back().loss) && steps.back().loss < steps.front().loss && !m.nonfinite_loss) ? 1.0 : 0.0);
+  set("loss_decreased",
+      (std::isfinite(steps.back().loss) && steps.back().loss < steps.front().loss && !m.nonfinite_loss)
+          ? 1.0
+          : 0.0);
 
   // Steady state: drop the warm-up records by position; rampup and profiler boundary steps carry
   // no throughput.
@@ -170,7 +176,8 @@ RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vect
   const auto& lc = ctx.loss_curve;
   for (const auto& s : steps) {
     const bool sampled = lc.sample_every > 0 && s.step % lc.sample_every == 0;
-    const bool milestone = std::find(lc.milestone_steps.begin(), lc.milestone_steps.end(), s.step) != lc.milestone_steps.end();
+    const bool milestone =
+        std::find(lc.milestone_steps.begin(), lc.milestone_steps.end(), s.step) != lc.milestone_steps.end();
     if ((sampled || milestone) && std::isfinite(s.loss)) m.sampled_curve.push_back({s.step, s.loss});
   }
   if (auto slope = least_squares_slope(m.sampled_curve))
@@ -208,8 +215,8 @@ RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vect
       }
       set("time_to_target_seconds", t);
     } else {
-      m.notes.push_back(std::string("convergence target ") + std::to_string(cv.target_value) + " not reached by " +
-                        (use_eval ? "eval" : "training") + " loss");
+      m.notes.push_back(std::string("convergence target ") + std::to_string(cv.target_value) +
+                        " not reached by " + (use_eval ? "eval" : "training") + " loss");
     }
   }
   return m;

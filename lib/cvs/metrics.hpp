@@ -39,13 +39,13 @@ struct LossPoint {
 
 struct RunMetrics {
   std::map<std::string, double> values;  // metric name (without "training.") -> value
-  std::vector<LossPoint> loss_curve;      // every step's loss, for plots
-  std::vector<LossPoint> sampled_curve;   // the points the slope is fitted on
-  std::vector<double> step_times_s;       // steady-state step times
-  bool nonfinite_loss = false;            // a NaN/inf loss was seen
+  std::vector<LossPoint> loss_curve;     // every step's loss, for plots
+  std::vector<LossPoint> sampled_curve;  // the points the slope is fitted on
+  std::vector<double> step_times_s;      // steady-state step times
+  bool nonfinite_loss = false;           // a NaN/inf loss was seen
   std::optional<long long> first_nonfinite_step;
   std::size_t warmup_dropped = 0;
-  std::vector<std::string> notes;         // why a metric is absent, e.g. "target not reached"
+  std::vector<std::string> notes;  // why a metric is absent, e.g. "target not reached"
 
   std::optional<double> get(const std::string& name) const;
 };

@@ -19,8 +19,10 @@ std::string quote_nonfinite(const std::string& line) {
     const char c = line[i];
     if (in_str) {
       out += c;
-      if (c == '\\' && i + 1 < line.size()) out += line[++i];
-      else if (c == '"') in_str = false;
+      if (c == '\\' && i + 1 < line.size())
+        out += line[++i];
+      else if (c == '"')
+        in_str = false;
       continue;
     }
     if (c == '"') {
@@ -58,7 +60,9 @@ std::optional<double> number(const nlohmann::json& row, const char* key) {
   return std::nullopt;
 }
 
-bool same_loss(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+bool same_loss(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || a == b;
+}
 
 }  // namespace
 

@@ -28,8 +28,9 @@ std::string ProcResult::describe() const {
 }
 
 std::string shell_quote(const std::string& word) {
-  if (!word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") ==
-                           std::string::npos)
+  if (!word.empty() &&
+      word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") ==
+          std::string::npos)
     return word;
   std::string out = "'";
   for (char c : word) {
@@ -61,7 +62,8 @@ void raise_fd_limit() {
 namespace {
 
 struct Slot {
-  Slot(asio::io_context& io, const ProcRequest& r, ProcResult& res) : req(r), result(res), out(io), err(io), timer(io) {}
+  Slot(asio::io_context& io, const ProcRequest& r, ProcResult& res)
+      : req(r), result(res), out(io), err(io), timer(io) {}
   const ProcRequest& req;
   ProcResult& result;
   bp::async_pipe out;
@@ -113,13 +115,13 @@ class Runner {
     std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
     std::error_code ec;
     try {
-      slot->child = std::make_unique<bp::child>(
-          exe, bp::args(args), bp::std_out > slot->out, bp::std_err > slot->err, bp::std_in < bp::null, io_,
-          bp::on_exit([this, slot](int code, const std::error_code&) {
-            slot->result.exit_code = code;
-            done(slot);
-          }),
-          ec);
+      slot->child = std::make_unique<bp::child>(exe, bp::args(args), bp::std_out > slot->out,
+                                                bp::std_err > slot->err, bp::std_in < bp::null, io_,
+                                                bp::on_exit([this, slot](int code, const std::error_code&) {
+                                                  slot->result.exit_code = code;
+                                                  done(slot);
+                                                }),
+                                                ec);
     } catch (const std::exception& e) {
       res.spawn_error = e.what();
       return;
@@ -140,9 +142,10 @@ class Runner {
     });
   }
 
-  void read(const std::shared_ptr<Slot>& slot, bp::async_pipe& pipe, std::array<char, 65536>& buf, std::string& sink) {
-    pipe.async_read_some(asio::buffer(buf), [this, slot, &pipe, &buf, &sink](const boost::system::error_code& e,
-                                                                             std::size_t n) {
+  void read(const std::shared_ptr<Slot>& slot, bp::async_pipe& pipe, std::array<char, 65536>& buf,
+            std::string& sink) {
+    pipe.async_read_some(asio::buffer(buf), [this, slot, &pipe, &buf, &sink](
+                                                const boost::system::error_code& e, std::size_t n) {
       if (n > 0) {
         const std::size_t room = slot->req.max_output > sink.size() ? slot->req.max_output - sink.size() : 0;
         if (n > room) slot->result.truncated = true;
@@ -182,6 +185,8 @@ std::vector<ProcResult> run_all(const std::vector<ProcRequest>& requests, std::s
   return results;
 }
 
-ProcResult run_one(const ProcRequest& request) { return run_all({request}).front(); }
+ProcResult run_one(const ProcRequest& request) {
+  return run_all({request}).front();
+}
 
 }  // namespace cvs

@@ -12,7 +12,7 @@ namespace cvs {
 struct ProcRequest {
   std::vector<std::string> argv;  // argv[0] is looked up on PATH when not a path
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
-  std::string label;  // e.g. the node name, carried into the result
+  std::string label;                   // e.g. the node name, carried into the result
   std::size_t max_output = 64u << 20;  // bytes kept per stream; the rest is dropped and flagged
 };
 

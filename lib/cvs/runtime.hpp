@@ -18,7 +18,8 @@ class Runtime {
   virtual std::vector<std::string> launch_argv() const = 0;
   // Runs cmd inside the container with extra per-node env (container.env is already exported
   // there at launch and inherited). local: container.env and extra both go through `env`.
-  virtual std::vector<std::string> exec_argv(const std::vector<std::string>& cmd, const EnvList& extra_env) const = 0;
+  virtual std::vector<std::string> exec_argv(const std::vector<std::string>& cmd,
+                                             const EnvList& extra_env) const = 0;
   // Removes the container; safe to run when it does not exist (empty for local).
   virtual std::vector<std::string> teardown_argv() const = 0;
 };
@@ -28,7 +29,8 @@ class ContainerRuntime : public Runtime {
   ContainerRuntime(std::string cli, const Container& c) : cli_(std::move(cli)), c_(c) {}
   std::string name() const override { return cli_; }
   std::vector<std::string> launch_argv() const override;
-  std::vector<std::string> exec_argv(const std::vector<std::string>& cmd, const EnvList& extra_env) const override;
+  std::vector<std::string> exec_argv(const std::vector<std::string>& cmd,
+                                     const EnvList& extra_env) const override;
   std::vector<std::string> teardown_argv() const override;
 
  private:
@@ -41,7 +43,8 @@ class LocalRuntime : public Runtime {
   explicit LocalRuntime(const Container& c) : c_(c) {}
   std::string name() const override { return "local"; }
   std::vector<std::string> launch_argv() const override { return {}; }
-  std::vector<std::string> exec_argv(const std::vector<std::string>& cmd, const EnvList& extra_env) const override;
+  std::vector<std::string> exec_argv(const std::vector<std::string>& cmd,
+                                     const EnvList& extra_env) const override;
   std::vector<std::string> teardown_argv() const override { return {}; }
 
  private:

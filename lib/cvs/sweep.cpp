@@ -38,18 +38,23 @@ std::optional<long long> parse_positive_int(const std::string& v) {
   return n;
 }
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
 
 }  // namespace
 
-std::string to_string(Precision p) { return p == Precision::BF16 ? "BF16" : "FP8"; }
+std::string to_string(Precision p) {
+  return p == Precision::BF16 ? "BF16" : "FP8";
+}
 
 SweepKey parse_sweep_key(const std::string& key, const std::string& file, const std::string& pointer) {
   IssueList issues(file);
   SweepKey out;
   out.text = key;
-  const std::string fix_syntax = "write the key as NAME=VALUE pairs joined by ',' from BS, PRECISION, SL, e.g. "
-                                 "\"BS=3,PRECISION=BF16,SL=8192\"";
+  const std::string fix_syntax =
+      "write the key as NAME=VALUE pairs joined by ',' from BS, PRECISION, SL, e.g. "
+      "\"BS=3,PRECISION=BF16,SL=8192\"";
   if (key.empty()) {
     issues.add(pointer, "empty sweep key", fix_syntax);
     issues.throw_if_any();
@@ -109,8 +114,8 @@ std::optional<std::string> fp8_flavor(const std::string& gpu_name) {
   return std::nullopt;
 }
 
-nlohmann::ordered_json key_overrides(const SweepKey& key, const std::string& gpu_name, const std::string& file,
-                                     const std::string& pointer) {
+nlohmann::ordered_json key_overrides(const SweepKey& key, const std::string& gpu_name,
+                                     const std::string& file, const std::string& pointer) {
   nlohmann::ordered_json o = nlohmann::ordered_json::object();
   if (key.batch_size) o["per_device_batch_size"] = *key.batch_size;
   if (key.precision) {
@@ -119,11 +124,11 @@ nlohmann::ordered_json key_overrides(const SweepKey& key, const std::string& gpu
     } else {
       auto flavor = fp8_flavor(gpu_name);
       if (!flavor)
-        throw ConfigError(file, pointer,
-                          "sweep key '" + key.text + "' asks for FP8 but gpu_name '" + gpu_name +
-                              "' has no FP8 flavor",
-                          "use PRECISION=BF16, or set gpu_name to mi300x/mi325x/mi3xx (nanoo_fp8), mi35x or "
-                          "h100/h200/gb200 (fp8)");
+        throw ConfigError(
+            file, pointer,
+            "sweep key '" + key.text + "' asks for FP8 but gpu_name '" + gpu_name + "' has no FP8 flavor",
+            "use PRECISION=BF16, or set gpu_name to mi300x/mi325x/mi3xx (nanoo_fp8), mi35x or "
+            "h100/h200/gb200 (fp8)");
       o["quantization"] = *flavor;
     }
   }

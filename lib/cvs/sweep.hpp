@@ -14,10 +14,10 @@ enum class Precision { BF16, FP8 };
 std::string to_string(Precision p);
 
 struct SweepKey {
-  std::string text;                     // the key exactly as written (also the threshold cell key)
+  std::string text;  // the key exactly as written (also the threshold cell key)
   std::optional<nlohmann::ordered_json> batch_size;  // BS: number (int when integral)
-  std::optional<Precision> precision;   // PRECISION
-  std::optional<long long> seq_len;     // SL
+  std::optional<Precision> precision;                // PRECISION
+  std::optional<long long> seq_len;                  // SL
 };
 
 // Parses a sweep key. Unknown tokens, duplicates, bad numbers and empty tokens raise one
@@ -32,8 +32,8 @@ std::optional<std::string> fp8_flavor(const std::string& gpu_name);
 // The maxtext_config overrides a parsed key stands for (BS -> per_device_batch_size,
 // PRECISION -> quantization, SL -> max_target_length). Throws ConfigError when FP8 is asked
 // for on a GPU without an FP8 flavor.
-nlohmann::ordered_json key_overrides(const SweepKey& key, const std::string& gpu_name, const std::string& file,
-                                     const std::string& pointer);
+nlohmann::ordered_json key_overrides(const SweepKey& key, const std::string& gpu_name,
+                                     const std::string& file, const std::string& pointer);
 
 // MaxText's logged "Config param quantization: QuantizationType.NANOO_FP8" (0.2.x) or a raw
 // "nanoo_fp8" (older) -> the config value ("" for none), to check that a precision really applied.

@@ -13,23 +13,34 @@ namespace cvs {
 
 std::string to_string(ThresholdKind k) {
   switch (k) {
-    case ThresholdKind::Min: return "min";
-    case ThresholdKind::Max: return "max";
-    case ThresholdKind::MaxMs: return "max_ms";
-    case ThresholdKind::MinTokS: return "min_tok_s";
-    case ThresholdKind::Within: return "within";
-    case ThresholdKind::MinRatio: return "min_ratio";
-    case ThresholdKind::Info: return "info";
+    case ThresholdKind::Min:
+      return "min";
+    case ThresholdKind::Max:
+      return "max";
+    case ThresholdKind::MaxMs:
+      return "max_ms";
+    case ThresholdKind::MinTokS:
+      return "min_tok_s";
+    case ThresholdKind::Within:
+      return "within";
+    case ThresholdKind::MinRatio:
+      return "min_ratio";
+    case ThresholdKind::Info:
+      return "info";
   }
   return "?";
 }
 
 std::string to_string(Outcome o) {
   switch (o) {
-    case Outcome::Pass: return "PASS";
-    case Outcome::Fail: return "FAIL";
-    case Outcome::Record: return "RECORD";
-    case Outcome::NA: return "N/A";
+    case Outcome::Pass:
+      return "PASS";
+    case Outcome::Fail:
+      return "FAIL";
+    case Outcome::Record:
+      return "RECORD";
+    case Outcome::NA:
+      return "N/A";
   }
   return "?";
 }
@@ -83,7 +94,8 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
   }
   if (!root.is_object())
     throw ConfigError(file.string(), "", "a threshold file must be a JSON object of sweep-key cells",
-                      "write {\"BS=1,PRECISION=BF16,SL=2048\": {\"training.final_loss\": {\"kind\": \"max\", \"value\": 10}}}");
+                      "write {\"BS=1,PRECISION=BF16,SL=2048\": {\"training.final_loss\": {\"kind\": \"max\", "
+                      "\"value\": 10}}}");
   ThresholdFile tf;
   tf.file = file;
   for (auto c = root.begin(); c != root.end(); ++c) {
@@ -99,7 +111,8 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
       continue;
     }
     if (!c->is_object()) {
-      issues.add(cptr, "cell must be an object {metric: spec}", "write {\"training.final_loss\": {\"kind\": \"max\", \"value\": 10}}");
+      issues.add(cptr, "cell must be an object {metric: spec}",
+                 "write {\"training.final_loss\": {\"kind\": \"max\", \"value\": 10}}");
       continue;
     }
     auto& specs = tf.cells[c.key()];
@@ -108,18 +121,21 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
       if (!m.key().empty() && m.key()[0] == '_') continue;
       const std::string prefix = "training.";
       if (m.key().rfind(prefix, 0) != 0) {
-        issues.add(mptr, "metric '" + m.key() + "' lacks the training. namespace", "write \"training." + m.key() + "\"");
+        issues.add(mptr, "metric '" + m.key() + "' lacks the training. namespace",
+                   "write \"training." + m.key() + "\"");
         continue;
       }
       ThresholdSpec s;
       s.metric = m.key().substr(prefix.size());
       if (!known_metric(s.metric)) {
         issues.add(mptr, "unknown metric '" + m.key() + "'",
-                   "use one of the tracked metrics (see README: Tracked metrics), e.g. training.tokens_per_sec_per_gpu");
+                   "use one of the tracked metrics (see README: Tracked metrics), e.g. "
+                   "training.tokens_per_sec_per_gpu");
         continue;
       }
       if (!m->is_object()) {
-        issues.add(mptr, "spec must be an object {kind, value}", "write {\"kind\": \"min\", \"value\": 100.0}");
+        issues.add(mptr, "spec must be an object {kind, value}",
+                   "write {\"kind\": \"min\", \"value\": 100.0}");
         continue;
       }
       for (auto k = m->begin(); k != m->end(); ++k) {
@@ -143,14 +159,16 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
       s.kind = *pk;
       auto value = m->find("value");
       if (value == m->end() || !value->is_number()) {
-        issues.add(pointer_join(mptr, "value"), "missing or non-numeric 'value'", "set a numeric value, e.g. 100.0");
+        issues.add(pointer_join(mptr, "value"), "missing or non-numeric 'value'",
+                   "set a numeric value, e.g. 100.0");
         continue;
       }
       s.value = value->get<double>();
       if (s.kind == ThresholdKind::Within) {
         auto t = m->find("tolerance_pct");
         if (t == m->end() || !t->is_number() || t->get<double>() < 0) {
-          issues.add(pointer_join(mptr, "tolerance_pct"), "kind 'within' needs a non-negative numeric tolerance_pct",
+          issues.add(pointer_join(mptr, "tolerance_pct"),
+                     "kind 'within' needs a non-negative numeric tolerance_pct",
                      "add \"tolerance_pct\": 5.0");
           continue;
         }
@@ -166,7 +184,8 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
         std::string ref = r->get<std::string>();
         if (ref.rfind(prefix, 0) == 0) ref = ref.substr(prefix.size());
         if (!known_metric(ref)) {
-          issues.add(pointer_join(mptr, "reference"), "unknown reference metric '" + r->get<std::string>() + "'",
+          issues.add(pointer_join(mptr, "reference"),
+                     "unknown reference metric '" + r->get<std::string>() + "'",
                      "name a tracked metric, e.g. training.tokens_per_sec_per_gpu");
           continue;
         }
@@ -181,12 +200,14 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
 
 ThresholdFile load_thresholds(const std::filesystem::path& file) {
   const auto text = read_text_file(file);
-  if (!text) throw ConfigError(file.string(), "", "cannot read the threshold file", "check threshold_json in the config");
+  if (!text)
+    throw ConfigError(file.string(), "", "cannot read the threshold file",
+                      "check threshold_json in the config");
   return parse_thresholds(*text, file);
 }
 
-Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run, const std::vector<ThresholdSpec>* cell,
-                           bool enforce) {
+Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
+                           const std::vector<ThresholdSpec>* cell, bool enforce) {
   Evaluation e;
   e.metric = metric;
   e.actual = run.get(metric);
@@ -201,7 +222,8 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run, con
   const double a = *e.actual;
   if (!e.spec) {
     e.outcome = Outcome::Record;
-    e.message = fmt(a) + (cell ? " (no threshold for this metric in the cell)" : " (no threshold cell for this sweep key)");
+    e.message = fmt(a) + (cell ? " (no threshold for this metric in the cell)"
+                               : " (no threshold cell for this sweep key)");
     return e;
   }
   const auto& s = *e.spec;
@@ -228,12 +250,14 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run, con
       auto ref = run.get(s.reference);
       if (!ref || *ref == 0) {
         e.outcome = enforce ? Outcome::Fail : Outcome::Record;
-        e.message = "reference metric " + s.reference + " was not produced (or is 0): ratio cannot be checked";
+        e.message =
+            "reference metric " + s.reference + " was not produced (or is 0): ratio cannot be checked";
         return e;
       }
       const double ratio = a / *ref;
       ok = ratio >= s.value;
-      cmp = fmt(a) + " / " + s.reference + " " + fmt(*ref) + " = " + fmt(ratio) + (ok ? " >= " : " < ") + fmt(s.value);
+      cmp = fmt(a) + " / " + s.reference + " " + fmt(*ref) + " = " + fmt(ratio) + (ok ? " >= " : " < ") +
+            fmt(s.value);
       break;
     }
     case ThresholdKind::Info:

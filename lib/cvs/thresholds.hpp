@@ -37,17 +37,17 @@ enum class Outcome { Pass, Fail, Record, NA };
 std::string to_string(Outcome o);
 
 struct Evaluation {
-  std::string metric;                  // without "training."
+  std::string metric;  // without "training."
   std::optional<double> actual;
-  std::optional<ThresholdSpec> spec;   // the cell's spec for this metric, if any
+  std::optional<ThresholdSpec> spec;  // the cell's spec for this metric, if any
   Outcome outcome = Outcome::Record;
-  std::string message;                 // one sentence: the comparison and why this outcome
+  std::string message;  // one sentence: the comparison and why this outcome
 };
 
 // Evaluates one metric of a run against its cell (nullptr when the sweep key has no cell).
 // PASS/FAIL only when enforce is true and the spec's kind is not info; RECORD otherwise;
 // N/A when the run did not produce the metric. A non-finite actual fails every enforced kind.
-Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run, const std::vector<ThresholdSpec>* cell,
-                           bool enforce);
+Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
+                           const std::vector<ThresholdSpec>* cell, bool enforce);
 
 }  // namespace cvs

@@ -7,7 +7,8 @@ namespace cvs {
 
 Transport::Transport(const Cluster& cluster) : cluster_(cluster) {
   control_dir_ = cluster.ssh.control_dir;
-  if (control_dir_.empty()) control_dir_ = (std::filesystem::temp_directory_path() / ("cvs-ssh-" + os_user())).string();
+  if (control_dir_.empty())
+    control_dir_ = (std::filesystem::temp_directory_path() / ("cvs-ssh-" + os_user())).string();
   bool any_ssh = false;
   for (const auto& n : cluster.nodes) any_ssh |= n.transport == "ssh";
   if (any_ssh) {
@@ -22,8 +23,9 @@ std::vector<std::string> Transport::wrap(const Node& node, const std::vector<std
   if (node.transport == "slurm") {
     const auto& s = cluster_.slurm;
     if (s.job_id.empty()) throw std::logic_error("slurm node " + node.name + " used before the allocation");
-    std::vector<std::string> v = {"srun", "--jobid=" + s.job_id, "--nodes=1", "--ntasks=1", "--nodelist=" + node.host,
-                                  "--overlap", "--quiet", "--kill-on-bad-exit=1"};
+    std::vector<std::string> v = {"srun",       "--jobid=" + s.job_id,     "--nodes=1",
+                                  "--ntasks=1", "--nodelist=" + node.host, "--overlap",
+                                  "--quiet",    "--kill-on-bad-exit=1"};
     if (!s.container_image.empty()) v.push_back("--container-image=" + s.container_image);
     if (!s.container_mounts.empty()) v.push_back("--container-mounts=" + s.container_mounts);
     v.push_back("--");
@@ -32,15 +34,24 @@ std::vector<std::string> Transport::wrap(const Node& node, const std::vector<std
   }
   const auto& s = cluster_.ssh;
   std::vector<std::string> v = {"ssh",
-                                "-o", "BatchMode=yes",
-                                "-o", "ConnectTimeout=" + std::to_string(s.connect_timeout_s),
-                                "-o", "ServerAliveInterval=15",
-                                "-o", "ServerAliveCountMax=4",
-                                "-o", "ControlMaster=auto",
-                                "-o", "ControlPath=" + control_dir_ + "/%C",
-                                "-o", "ControlPersist=" + std::to_string(s.control_persist_s),
-                                "-o", "StrictHostKeyChecking=accept-new",
-                                "-o", "LogLevel=ERROR"};
+                                "-o",
+                                "BatchMode=yes",
+                                "-o",
+                                "ConnectTimeout=" + std::to_string(s.connect_timeout_s),
+                                "-o",
+                                "ServerAliveInterval=15",
+                                "-o",
+                                "ServerAliveCountMax=4",
+                                "-o",
+                                "ControlMaster=auto",
+                                "-o",
+                                "ControlPath=" + control_dir_ + "/%C",
+                                "-o",
+                                "ControlPersist=" + std::to_string(s.control_persist_s),
+                                "-o",
+                                "StrictHostKeyChecking=accept-new",
+                                "-o",
+                                "LogLevel=ERROR"};
   for (const auto& o : s.extra_options) {
     v.push_back("-o");
     v.push_back(o);

@@ -15,12 +15,23 @@ std::string html_escape(const std::string& s) {
   o.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -42,7 +53,10 @@ std::string val(const ordered_json& v) {
 }
 
 std::string badge(const std::string& outcome) {
-  std::string cls = outcome == "PASS" ? "pass" : outcome == "FAIL" ? "fail" : outcome == "RECORD" ? "record" : "na";
+  std::string cls = outcome == "PASS"     ? "pass"
+                    : outcome == "FAIL"   ? "fail"
+                    : outcome == "RECORD" ? "record"
+                                          : "na";
   return "<span class=\"badge " + cls + "\">" + html_escape(outcome) + "</span>";
 }
 
@@ -64,13 +78,17 @@ std::string loss_svg(const ordered_json& curve, const ordered_json& sampled) {
   auto Y = [&](double y) { return T + (y1 - y) / (y1 - y0) * (H - T - B); };
   std::ostringstream s;
   s << "<svg class=\"plot\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"loss curve\">";
-  s << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" class=\"axis\"/>";
-  s << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" class=\"axis\"/>";
-  s << "<text x=\"" << L - 4 << "\" y=\"" << T + 8 << "\" class=\"tick\" text-anchor=\"end\">" << fmt(y1) << "</text>";
-  s << "<text x=\"" << L - 4 << "\" y=\"" << H - B << "\" class=\"tick\" text-anchor=\"end\">" << fmt(y0) << "</text>";
-  s << "<text x=\"" << L << "\" y=\"" << H - 8 << "\" class=\"tick\">step " << fmt(x0, "%.0f") << "</text>";
-  s << "<text x=\"" << W - R << "\" y=\"" << H - 8 << "\" class=\"tick\" text-anchor=\"end\">step " << fmt(x1, "%.0f")
+  s << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B
+    << "\" class=\"axis\"/>";
+  s << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B
+    << "\" class=\"axis\"/>";
+  s << "<text x=\"" << L - 4 << "\" y=\"" << T + 8 << "\" class=\"tick\" text-anchor=\"end\">" << fmt(y1)
     << "</text>";
+  s << "<text x=\"" << L - 4 << "\" y=\"" << H - B << "\" class=\"tick\" text-anchor=\"end\">" << fmt(y0)
+    << "</text>";
+  s << "<text x=\"" << L << "\" y=\"" << H - 8 << "\" class=\"tick\">step " << fmt(x0, "%.0f") << "</text>";
+  s << "<text x=\"" << W - R << "\" y=\"" << H - 8 << "\" class=\"tick\" text-anchor=\"end\">step "
+    << fmt(x1, "%.0f") << "</text>";
   s << "<polyline class=\"loss\" points=\"";
   for (auto& [x, y] : pts) s << fmt(X(x), "%.1f") << "," << fmt(Y(y), "%.1f") << " ";
   s << "\"/>";
@@ -98,16 +116,21 @@ std::string step_time_svg(const ordered_json& times) {
   const double W = 560, H = 160, L = 40, B = 28, T = 8, R = 12;
   const double bw = (W - L - R) / bins;
   std::ostringstream s;
-  s << "<svg class=\"plot\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"step time distribution\">";
+  s << "<svg class=\"plot\" viewBox=\"0 0 " << W << " " << H
+    << "\" role=\"img\" aria-label=\"step time distribution\">";
   for (int i = 0; i < bins; ++i) {
     const double bh = top ? (H - T - B) * h[i] / top : 0;
-    s << "<rect class=\"bar\" x=\"" << fmt(L + i * bw + 1, "%.1f") << "\" y=\"" << fmt(H - B - bh, "%.1f") << "\" width=\""
-      << fmt(bw - 2, "%.1f") << "\" height=\"" << fmt(bh, "%.1f") << "\"><title>" << h[i] << " step(s)</title></rect>";
+    s << "<rect class=\"bar\" x=\"" << fmt(L + i * bw + 1, "%.1f") << "\" y=\"" << fmt(H - B - bh, "%.1f")
+      << "\" width=\"" << fmt(bw - 2, "%.1f") << "\" height=\"" << fmt(bh, "%.1f") << "\"><title>" << h[i]
+      << " step(s)</title></rect>";
   }
-  s << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" class=\"axis\"/>";
+  s << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B
+    << "\" class=\"axis\"/>";
   s << "<text x=\"" << L << "\" y=\"" << H - 8 << "\" class=\"tick\">" << fmt(lo) << " ms</text>";
-  s << "<text x=\"" << W - R << "\" y=\"" << H - 8 << "\" class=\"tick\" text-anchor=\"end\">" << fmt(hi) << " ms</text>";
-  s << "<text x=\"" << L - 4 << "\" y=\"" << T + 8 << "\" class=\"tick\" text-anchor=\"end\">" << top << "</text>";
+  s << "<text x=\"" << W - R << "\" y=\"" << H - 8 << "\" class=\"tick\" text-anchor=\"end\">" << fmt(hi)
+    << " ms</text>";
+  s << "<text x=\"" << L - 4 << "\" y=\"" << T + 8 << "\" class=\"tick\" text-anchor=\"end\">" << top
+    << "</text>";
   s << "</svg>";
   return s.str();
 }
@@ -134,13 +157,15 @@ std::string render_html(const ordered_json& r) {
   std::ostringstream h;
   const std::string status = r.value("status", std::string("FAIL"));
   const auto& cfg = r["config"];
-  h << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << html_escape(r.value("suite", std::string()))
-    << " " << status << "</title><style>" << kCss << "</style></head><body>";
-  h << "<header class=\"" << status << "\"><h1>" << html_escape(r.value("suite", std::string())) << ": " << status
-    << "</h1><p>" << html_escape(cfg.value("model", std::string())) << " on " << html_escape(cfg.value("gpu_name", std::string()))
-    << " &middot; " << html_escape(cfg.value("mode", std::string())) << " &middot; " << r["cluster"]["nodes"].size()
-    << " node(s) &times; " << cfg.value("gpus_per_node", 0) << " &middot; " << html_escape(r.value("started_at", std::string()))
-    << "</p></header><main>";
+  h << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+    << html_escape(r.value("suite", std::string())) << " " << status << "</title><style>" << kCss
+    << "</style></head><body>";
+  h << "<header class=\"" << status << "\"><h1>" << html_escape(r.value("suite", std::string())) << ": "
+    << status << "</h1><p>" << html_escape(cfg.value("model", std::string())) << " on "
+    << html_escape(cfg.value("gpu_name", std::string())) << " &middot; "
+    << html_escape(cfg.value("mode", std::string())) << " &middot; " << r["cluster"]["nodes"].size()
+    << " node(s) &times; " << cfg.value("gpus_per_node", 0) << " &middot; "
+    << html_escape(r.value("started_at", std::string())) << "</p></header><main>";
 
   h << "<section><h2>Summary</h2><p class=\"counts\">";
   for (const char* k : {"PASS", "FAIL", "RECORD", "N/A", "SKIPPED"})
@@ -152,59 +177,71 @@ std::string render_html(const ordered_json& r) {
   for (const auto& st : r["stages"]) {
     if (st.value("stage", std::string()) == "test_metric") continue;  // per-sweep tables below
     h << "<tr><td><code>" << html_escape(st.value("test", std::string())) << "</code></td><td>"
-      << badge(st.value("outcome", std::string())) << "</td><td class=\"num\">" << fmt(st.value("seconds", 0.0), "%.1f")
-      << "</td><td>" << html_escape(st.value("message", std::string())) << "</td></tr>";
+      << badge(st.value("outcome", std::string())) << "</td><td class=\"num\">"
+      << fmt(st.value("seconds", 0.0), "%.1f") << "</td><td>"
+      << html_escape(st.value("message", std::string())) << "</td></tr>";
   }
   h << "</table></section>";
 
   for (auto it = r["sweeps"].begin(); it != r["sweeps"].end(); ++it) {
     const auto& s = it.value();
-    h << "<section><h2>Sweep <code>" << html_escape(it.key()) << "</code> &mdash; " << html_escape(s.value("status", std::string()))
-      << "</h2>";
+    h << "<section><h2>Sweep <code>" << html_escape(it.key()) << "</code> &mdash; "
+      << html_escape(s.value("status", std::string())) << "</h2>";
     if (s.contains("run")) {
       const auto& run = s["run"];
-      if (!run.value("failure", std::string()).empty()) h << "<div class=\"err\">" << html_escape(run["failure"].get<std::string>()) << "</div>";
+      if (!run.value("failure", std::string()).empty())
+        h << "<div class=\"err\">" << html_escape(run["failure"].get<std::string>()) << "</div>";
       if (run.contains("first_error"))
-        h << "<p>First matched error line (" << html_escape(run["first_error"]["pattern"].get<std::string>()) << ", node "
-          << html_escape(run["first_error"]["node"].get<std::string>()) << ", line " << run["first_error"]["line_no"] << "):</p><div class=\"err\">"
+        h << "<p>First matched error line (" << html_escape(run["first_error"]["pattern"].get<std::string>())
+          << ", node " << html_escape(run["first_error"]["node"].get<std::string>()) << ", line "
+          << run["first_error"]["line_no"] << "):</p><div class=\"err\">"
           << html_escape(run["first_error"]["line"].get<std::string>()) << "</div>";
       h << "<p class=\"muted\">run <code>" << html_escape(s.value("run_name", std::string())) << "</code>, "
         << fmt(run.value("wall_seconds", 0.0), "%.1f") << " s, effective quantization <code>"
-        << html_escape(s["effective_config"].value("quantization", std::string("?"))) << "</code>. Node logs: ";
+        << html_escape(s["effective_config"].value("quantization", std::string("?")))
+        << "</code>. Node logs: ";
       for (const auto& n : run["nodes"])
-        h << "<a href=\"" << html_escape(n.value("log", std::string())) << "\">" << html_escape(n.value("node", std::string()))
-          << "</a> ";
-      if (run.contains("maxtext_yaml")) h << "&middot; <a href=\"" << html_escape(run["maxtext_yaml"].get<std::string>()) << "\">MaxText YAML</a>";
+        h << "<a href=\"" << html_escape(n.value("log", std::string())) << "\">"
+          << html_escape(n.value("node", std::string())) << "</a> ";
+      if (run.contains("maxtext_yaml"))
+        h << "&middot; <a href=\"" << html_escape(run["maxtext_yaml"].get<std::string>())
+          << "\">MaxText YAML</a>";
       h << "</p>";
     }
     h << "<table><tr><th>Metric</th><th>Value</th><th>Threshold</th><th>Outcome</th><th>Detail</th></tr>";
     std::set<std::string> shown;
     for (const auto& e : s.value("evaluations", ordered_json::array())) {
       shown.insert(e["metric"].get<std::string>());
-      std::string thr = e.contains("kind") ? e["kind"].get<std::string>() + " " + val(e["threshold"]) : "&mdash;";
+      std::string thr =
+          e.contains("kind") ? e["kind"].get<std::string>() + " " + val(e["threshold"]) : "&mdash;";
       if (e.contains("tolerance_pct")) thr += " &plusmn;" + val(e["tolerance_pct"]) + "%";
-      h << "<tr><td><code>" << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">" << val(e["value"])
-        << "</td><td>" << thr << "</td><td>" << badge(e["outcome"].get<std::string>()) << "</td><td>"
-        << html_escape(e.value("message", std::string())) << "</td></tr>";
+      h << "<tr><td><code>" << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">"
+        << val(e["value"]) << "</td><td>" << thr << "</td><td>" << badge(e["outcome"].get<std::string>())
+        << "</td><td>" << html_escape(e.value("message", std::string())) << "</td></tr>";
     }
     const auto metrics = s.value("metrics", ordered_json::object());
     for (auto m = metrics.begin(); m != metrics.end(); ++m)
       if (!shown.count("training." + m.key()))
-        h << "<tr><td><code>training." << html_escape(m.key()) << "</code></td><td class=\"num\">" << val(m.value())
-          << "</td><td>&mdash;</td><td>" << badge("RECORD") << "</td><td>not evaluated in this session</td></tr>";
+        h << "<tr><td><code>training." << html_escape(m.key()) << "</code></td><td class=\"num\">"
+          << val(m.value()) << "</td><td>&mdash;</td><td>" << badge("RECORD")
+          << "</td><td>not evaluated in this session</td></tr>";
     h << "</table>";
-    h << "<div class=\"plots\"><div><h3>Loss curve</h3>" << loss_svg(s.value("loss_curve", ordered_json::array()), s.value("sampled_curve", ordered_json::array()))
-      << "</div><div><h3>Step-time distribution (steady state)</h3>" << step_time_svg(s.value("step_times_ms", ordered_json::array()))
-      << "</div></div>";
-    for (const auto& n : s.value("notes", ordered_json::array())) h << "<p class=\"muted\">" << html_escape(n.get<std::string>()) << "</p>";
+    h << "<div class=\"plots\"><div><h3>Loss curve</h3>"
+      << loss_svg(s.value("loss_curve", ordered_json::array()),
+                  s.value("sampled_curve", ordered_json::array()))
+      << "</div><div><h3>Step-time distribution (steady state)</h3>"
+      << step_time_svg(s.value("step_times_ms", ordered_json::array())) << "</div></div>";
+    for (const auto& n : s.value("notes", ordered_json::array()))
+      h << "<p class=\"muted\">" << html_escape(n.get<std::string>()) << "</p>";
     h << "</section>";
   }
   if (r.contains("checkpoint_resume")) {
     const auto& c = r["checkpoint_resume"];
-    h << "<section><h2>Checkpoint save/resume &mdash; " << badge(c.value("passed", false) ? "PASS" : "FAIL") << "</h2><p>"
-      << html_escape(c.value("message", std::string())) << "</p><table>";
-    for (const char* k : {"saved_step", "restored_step", "resumed_first_step", "boundary_loss_phase1", "boundary_loss_phase2",
-                          "checkpoint_save_seconds", "checkpoint_load_seconds", "max_save_seconds", "max_load_seconds"})
+    h << "<section><h2>Checkpoint save/resume &mdash; " << badge(c.value("passed", false) ? "PASS" : "FAIL")
+      << "</h2><p>" << html_escape(c.value("message", std::string())) << "</p><table>";
+    for (const char* k :
+         {"saved_step", "restored_step", "resumed_first_step", "boundary_loss_phase1", "boundary_loss_phase2",
+          "checkpoint_save_seconds", "checkpoint_load_seconds", "max_save_seconds", "max_load_seconds"})
       h << "<tr><th>" << k << "</th><td class=\"num\">" << val(c.value(k, ordered_json())) << "</td></tr>";
     h << "</table></section>";
   }
@@ -215,26 +252,32 @@ std::string render_html(const ordered_json& r) {
       h << "<div class=\"err\">" << html_escape(b.value("baseline", std::string())) << ": "
         << html_escape(b["error"].get<std::string>()) << "</div>";
     } else {
-      h << "<p>" << html_escape(b.value("baseline", std::string())) << " (" << html_escape(b.value("baseline_started_at", std::string()))
-        << "), tolerance " << val(b["tolerance_pct"]) << "%: " << badge(b.value("regression", false) ? "FAIL" : "PASS")
-        << (b.value("regression", false) ? " regression" : " no regression") << "</p><table><tr><th>Sweep</th><th>Metric</th><th>Old</th><th>New</th><th>Delta %</th><th></th></tr>";
+      h << "<p>" << html_escape(b.value("baseline", std::string())) << " ("
+        << html_escape(b.value("baseline_started_at", std::string())) << "), tolerance "
+        << val(b["tolerance_pct"]) << "%: " << badge(b.value("regression", false) ? "FAIL" : "PASS")
+        << (b.value("regression", false) ? " regression" : " no regression")
+        << "</p><table><tr><th>Sweep</th><th>Metric</th><th>Old</th><th>New</th><th>Delta "
+           "%</th><th></th></tr>";
       for (const auto& d : b["deltas"])
         h << "<tr><td><code>" << html_escape(d["sweep"].get<std::string>()) << "</code></td><td><code>"
-          << html_escape(d["metric"].get<std::string>()) << "</code></td><td class=\"num\">" << val(d["old"]) << "</td><td class=\"num\">"
-          << val(d["new"]) << "</td><td class=\"num\">" << val(d["delta_pct"]) << "</td><td>"
-          << (d.value("regression", false) ? badge("FAIL") : std::string()) << "</td></tr>";
+          << html_escape(d["metric"].get<std::string>()) << "</code></td><td class=\"num\">" << val(d["old"])
+          << "</td><td class=\"num\">" << val(d["new"]) << "</td><td class=\"num\">" << val(d["delta_pct"])
+          << "</td><td>" << (d.value("regression", false) ? badge("FAIL") : std::string()) << "</td></tr>";
       h << "</table>";
-      for (const auto& n : b["notes"]) h << "<p class=\"muted\">" << html_escape(n.get<std::string>()) << "</p>";
+      for (const auto& n : b["notes"])
+        h << "<p class=\"muted\">" << html_escape(n.get<std::string>()) << "</p>";
     }
     h << "</section>";
   }
   h << "<section><h2>Config and cluster</h2><table>";
-  for (auto it = cfg.begin(); it != cfg.end(); ++it) h << "<tr><th>" << html_escape(it.key()) << "</th><td>" << val(it.value()) << "</td></tr>";
+  for (auto it = cfg.begin(); it != cfg.end(); ++it)
+    h << "<tr><th>" << html_escape(it.key()) << "</th><td>" << val(it.value()) << "</td></tr>";
   h << "<tr><th>nodes</th><td>";
   for (const auto& n : r["cluster"]["nodes"])
-    h << html_escape(n.value("name", std::string())) << " (" << html_escape(n.value("host", std::string())) << ", "
-      << html_escape(n.value("transport", std::string())) << ") ";
-  h << "</td></tr><tr><th>provenance</th><td><code>" << html_escape(r["provenance"].dump()) << "</code></td></tr></table></section>";
+    h << html_escape(n.value("name", std::string())) << " (" << html_escape(n.value("host", std::string()))
+      << ", " << html_escape(n.value("transport", std::string())) << ") ";
+  h << "</td></tr><tr><th>provenance</th><td><code>" << html_escape(r["provenance"].dump())
+    << "</code></td></tr></table></section>";
   h << "</main></body></html>\n";
   return h.str();
 }

@@ -4,9 +4,9 @@
 #include <ctime>
 #include <filesystem>
 
+#include <fstream>
 #include "cvs/compare.hpp"
 #include "cvs/process.hpp"
-#include <fstream>
 #include "cvs/sweep.hpp"
 
 namespace fs = std::filesystem;
@@ -15,7 +15,9 @@ using nlohmann::ordered_json;
 namespace cvs::report {
 namespace {
 
-ordered_json number_or_null(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr); }
+ordered_json number_or_null(double v) {
+  return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr);
+}
 
 std::string rel(const fs::path& p, const fs::path& base) {
   std::error_code ec;
@@ -35,8 +37,10 @@ ordered_json run_json(const RunOutcome& o, const fs::path& base) {
   j["wall_seconds"] = o.wall_seconds;
   j["timed_out"] = o.timed_out;
   if (o.first_error)
-    j["first_error"] = {{"node", o.first_error_node}, {"pattern", o.first_error->pattern_name},
-                        {"line_no", o.first_error->line_no}, {"line", o.first_error->line}};
+    j["first_error"] = {{"node", o.first_error_node},
+                        {"pattern", o.first_error->pattern_name},
+                        {"line_no", o.first_error->line_no},
+                        {"line", o.first_error->line}};
   ordered_json nodes = ordered_json::array();
   for (const auto& n : o.nodes)
     nodes.push_back({{"node", n.node},
@@ -104,10 +108,10 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
                  {"image", c.container.image},
                  {"runs", c.runs}};
   ordered_json nodes = ordered_json::array();
-  for (const auto& n : s.cluster.nodes) nodes.push_back({{"name", n.name}, {"host", n.host}, {"transport", n.transport}});
-  r["cluster"] = {{"file", s.cluster.file.string()},
-                  {"nodes", nodes},
-                  {"coordinator", s.cluster.coordinator_address}};
+  for (const auto& n : s.cluster.nodes)
+    nodes.push_back({{"name", n.name}, {"host", n.host}, {"transport", n.transport}});
+  r["cluster"] = {
+      {"file", s.cluster.file.string()}, {"nodes", nodes}, {"coordinator", s.cluster.coordinator_address}};
   r["provenance"] = s.provenance;
 
   ordered_json sweeps = ordered_json::object();
@@ -130,13 +134,15 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
     sj["gpus_per_node"] = c.gpus_per_node;
     sj["parallelism"] = ordered_json::object();
     for (auto m = sr.maxtext_config.begin(); m != sr.maxtext_config.end(); ++m)
-      if ((m.key().rfind("ici_", 0) == 0 || m.key().rfind("dcn_", 0) == 0) && m.key().find("parallelism") != std::string::npos)
+      if ((m.key().rfind("ici_", 0) == 0 || m.key().rfind("dcn_", 0) == 0) &&
+          m.key().find("parallelism") != std::string::npos)
         sj["parallelism"][m.key()] = m.value();
     sj["run"] = run_json(sr.outcome, base);
     sj["metrics_error"] = sr.metrics_error;
     sj["metrics_source"] = sr.metrics_source;
     ordered_json metrics = ordered_json::object();
-    ordered_json curve = ordered_json::array(), sampled = ordered_json::array(), times = ordered_json::array();
+    ordered_json curve = ordered_json::array(), sampled = ordered_json::array(),
+                 times = ordered_json::array();
     ordered_json notes = ordered_json::array();
     if (sr.metrics) {
       for (const auto& name : tracked_metric_names())
@@ -153,10 +159,11 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
     for (const auto& name : tracked_metric_names()) {
       auto e = sr.evaluations.find(name);
       if (e == sr.evaluations.end()) continue;
-      ordered_json ej = {{"metric", "training." + name},
-                         {"value", e->second.actual ? number_or_null(*e->second.actual) : ordered_json(nullptr)},
-                         {"outcome", to_string(e->second.outcome)},
-                         {"message", e->second.message}};
+      ordered_json ej = {
+          {"metric", "training." + name},
+          {"value", e->second.actual ? number_or_null(*e->second.actual) : ordered_json(nullptr)},
+          {"outcome", to_string(e->second.outcome)},
+          {"message", e->second.message}};
       if (e->second.spec) {
         ej["kind"] = to_string(e->second.spec->kind);
         ej["threshold"] = e->second.spec->value;
@@ -170,10 +177,11 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
     sj["sampled_curve"] = sampled;
     sj["step_times_ms"] = times;
     sj["notes"] = notes;
-    const auto& eff = sr.outcome.nodes.empty() ? std::map<std::string, std::string>{} : sr.outcome.nodes[0].scan.effective_config;
+    const auto& eff = sr.outcome.nodes.empty() ? std::map<std::string, std::string>{}
+                                               : sr.outcome.nodes[0].scan.effective_config;
     ordered_json effective = ordered_json::object();
-    for (const char* k : {"quantization", "per_device_batch_size", "max_target_length", "steps", "dtype", "weight_dtype",
-                          "attention", "model_name", "dataset_type", "hardware"})
+    for (const char* k : {"quantization", "per_device_batch_size", "max_target_length", "steps", "dtype",
+                          "weight_dtype", "attention", "model_name", "dataset_type", "hardware"})
       if (auto f = eff.find(k); f != eff.end())
         effective[k] = std::string(k) == "quantization" ? normalize_quantization(f->second) : f->second;
     sj["effective_config"] = effective;
@@ -186,29 +194,31 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
   if (s.checkpoint) {
     const auto& ck = *s.checkpoint;
     auto opt = [](const auto& o) { return o ? ordered_json(*o) : ordered_json(nullptr); };
-    r["checkpoint_resume"] = {{"sweep", ck.sweep},
-                              {"run_name", ck.run_name},
-                              {"passed", ck.passed},
-                              {"message", ck.message},
-                              {"saved_step", opt(ck.saved_step)},
-                              {"restored_step", opt(ck.restored_step)},
-                              {"resumed_first_step", opt(ck.resumed_first_step)},
-                              {"boundary_loss_phase1", opt(ck.boundary_loss_phase1)},
-                              {"boundary_loss_phase2", opt(ck.boundary_loss_phase2)},
-                              {"checkpoint_save_seconds", opt(ck.save_seconds)},
-                              {"checkpoint_load_seconds", opt(ck.load_seconds)},
-                              {"max_save_seconds", c.checkpoint_resume.max_save_seconds},
-                              {"max_load_seconds", c.checkpoint_resume.max_load_seconds},
-                              {"deleted_ckpt_dir", ck.deleted_ckpt_dir},
-                              {"phase1", run_json(ck.phase1, base)},
-                              {"phase2", ck.phase2.nodes.empty() ? ordered_json(nullptr) : run_json(ck.phase2, base)}};
+    r["checkpoint_resume"] = {
+        {"sweep", ck.sweep},
+        {"run_name", ck.run_name},
+        {"passed", ck.passed},
+        {"message", ck.message},
+        {"saved_step", opt(ck.saved_step)},
+        {"restored_step", opt(ck.restored_step)},
+        {"resumed_first_step", opt(ck.resumed_first_step)},
+        {"boundary_loss_phase1", opt(ck.boundary_loss_phase1)},
+        {"boundary_loss_phase2", opt(ck.boundary_loss_phase2)},
+        {"checkpoint_save_seconds", opt(ck.save_seconds)},
+        {"checkpoint_load_seconds", opt(ck.load_seconds)},
+        {"max_save_seconds", c.checkpoint_resume.max_save_seconds},
+        {"max_load_seconds", c.checkpoint_resume.max_load_seconds},
+        {"deleted_ckpt_dir", ck.deleted_ckpt_dir},
+        {"phase1", run_json(ck.phase1, base)},
+        {"phase2", ck.phase2.nodes.empty() ? ordered_json(nullptr) : run_json(ck.phase2, base)}};
   }
   r["stages"] = stages;
   if (!s.opts.baseline.empty()) {
     try {
       std::ifstream in(s.opts.baseline);
       const auto old = ordered_json::parse(in);
-      auto cmp = to_json(compare_results(old, r, s.opts.baseline_tolerance_pct), s.opts.baseline_tolerance_pct);
+      auto cmp =
+          to_json(compare_results(old, r, s.opts.baseline_tolerance_pct), s.opts.baseline_tolerance_pct);
       cmp["baseline"] = fs::absolute(s.opts.baseline).string();
       cmp["baseline_started_at"] = old.value("started_at", std::string());
       r["baseline_comparison"] = cmp;

@@ -16,7 +16,8 @@ inline RunRequest cpu_run_request(const SuiteConfig& cfg, const std::string& nam
   r.run_name = name;
   r.label = name;
   r.steps = steps;
-  r.maxtext_config = sweep_maxtext_config(cfg, cfg.runs.front(), name, cfg.paths.log_dir + "/" + name + "/maxtext");
+  r.maxtext_config =
+      sweep_maxtext_config(cfg, cfg.runs.front(), name, cfg.paths.log_dir + "/" + name + "/maxtext");
   r.maxtext_config["steps"] = steps;
   r.copy_dir = copy_root / name;
   return r;

@@ -12,8 +12,8 @@
 #include "cvs/cluster.hpp"
 #include "cvs/launch.hpp"
 #include "cvs/maxtext_yaml.hpp"
-#include "e2e/cpu_policy.hpp"
 #include "cvs/process.hpp"
+#include "e2e/cpu_policy.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -49,7 +49,9 @@ class LauncherE2E : public ::testing::Test {
     in >> sid;
     if (sid.empty()) return true;
     for (int i = 0; i < 50; ++i) {
-      auto r = cvs::run_one({{"sh", "-c", "ps -o stat= -s \"$1\" | grep -v '^Z' || true", "ps", sid}, std::chrono::seconds(5), ""});
+      auto r = cvs::run_one({{"sh", "-c", "ps -o stat= -s \"$1\" | grep -v '^Z' || true", "ps", sid},
+                             std::chrono::seconds(5),
+                             ""});
       if (r.out.empty()) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -89,7 +91,8 @@ TEST_F(LauncherE2E, AMaxTextErrorStopsEveryNodeAndNamesNodeAndLine) {
   ASSERT_TRUE(o.first_error_node == "local0" || o.first_error_node == "local1") << o.first_error_node;
   EXPECT_EQ(o.failure.rfind(o.first_error_node + ": error pattern", 0), 0u) << o.failure;
   EXPECT_NE(o.failure.find("training.log:"), std::string::npos) << "names the log and line: " << o.failure;
-  for (int r = 0; r < 2; ++r) EXPECT_TRUE(session_gone(root / ("LOGS/jaxmaxtext/err/node-" + std::to_string(r)) / "pid"));
+  for (int r = 0; r < 2; ++r)
+    EXPECT_TRUE(session_gone(root / ("LOGS/jaxmaxtext/err/node-" + std::to_string(r)) / "pid"));
 }
 
 TEST_F(LauncherE2E, ANanLossFailsTheRun) {
@@ -102,7 +105,8 @@ TEST_F(LauncherE2E, ANanLossFailsTheRun) {
   ASSERT_TRUE(l.setup().empty());
   auto o = l.run(request(c, "nan", 30));
   EXPECT_FALSE(o.ok);
-  EXPECT_TRUE(o.failure.find("NaN") != std::string::npos || o.failure.find("non-finite") != std::string::npos) << o.failure;
+  EXPECT_TRUE(o.failure.find("NaN") != std::string::npos || o.failure.find("non-finite") != std::string::npos)
+      << o.failure;
 }
 
 TEST_F(LauncherE2E, AKilledNodeIsDetectedAndTheOthersStopped) {
@@ -119,7 +123,8 @@ TEST_F(LauncherE2E, AKilledNodeIsDetectedAndTheOthersStopped) {
       in >> sid;
       // The shell builtin: procps' /bin/kill reads "-<n>" as an option, and "-1" is everything.
       if (!sid.empty() && sid.find_first_not_of("0123456789") == std::string::npos && std::stol(sid) > 1)
-        killed = cvs::run_one({{"sh", "-c", "kill -KILL \"-$1\"", "kill", sid}, std::chrono::seconds(5), ""}).ok();
+        killed =
+            cvs::run_one({{"sh", "-c", "kill -KILL \"-$1\"", "kill", sid}, std::chrono::seconds(5), ""}).ok();
     }
   });
   ASSERT_TRUE(killed);
@@ -167,7 +172,8 @@ TEST_F(LauncherE2E, AMissingTrainScriptFailsSetupWithTheNode) {
   cvs::Launcher l(c, cl, fast());
   auto problems = l.setup();
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].find("localhost: none of train_script_paths exists"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("localhost: none of train_script_paths exists"), std::string::npos)
+      << problems[0];
 }
 
 }  // namespace

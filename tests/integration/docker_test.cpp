@@ -14,8 +14,11 @@
 namespace {
 
 bool docker_works(std::string& why) {
-  auto r = cvs::run_one({{"docker", "info", "--format", "{{.ServerVersion}}"}, std::chrono::seconds(20), "docker"});
-  if (!r.ok()) why = "`docker info` failed here (" + r.describe() + "): no Docker engine to test the docker runtime against";
+  auto r = cvs::run_one(
+      {{"docker", "info", "--format", "{{.ServerVersion}}"}, std::chrono::seconds(20), "docker"});
+  if (!r.ok())
+    why = "`docker info` failed here (" + r.describe() +
+          "): no Docker engine to test the docker runtime against";
   return r.ok();
 }
 
@@ -36,7 +39,8 @@ TEST(DockerRuntime, LaunchExecEnvAndTeardownAgainstARealEngine) {
        {{"train_script_paths", {"/bin/sh"}}, {"python", "sh"}, {"maxtext_config", {{"steps", 1}}}}},
       {"sweeps", {{"BS=1", nlohmann::ordered_json::object()}}},
       {"runs", {"BS=1"}}};
-  auto cfg = cvs::load_config_text(j.dump(), "docker_test.json", {.user = "", .require_threshold_file = false});
+  auto cfg =
+      cvs::load_config_text(j.dump(), "docker_test.json", {.user = "", .require_threshold_file = false});
   auto cluster = cvs::default_cluster();
   cvs::Launcher l(cfg, cluster, {});
   auto problems = l.setup();

@@ -30,7 +30,8 @@ class Slurm : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* d = std::getenv("CVS_SLURM_DIR");
-    ASSERT_NE(d, nullptr) << "run through tests/integration/slurm_cluster.sh run DIR -- (ctest -L integration does)";
+    ASSERT_NE(d, nullptr)
+        << "run through tests/integration/slurm_cluster.sh run DIR -- (ctest -L integration does)";
     cluster = cvs::load_cluster(fs::path(d) / "cluster.json");
     root = fs::temp_directory_path() / ("cvs_slurm_" + std::to_string(::getpid()) + "_" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());

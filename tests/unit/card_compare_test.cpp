@@ -14,7 +14,9 @@ using J = nlohmann::ordered_json;
 
 namespace {
 
-J results() { return cvs::test::read_json(cvs::test::data("results/cpu_single_results.json")); }
+J results() {
+  return cvs::test::read_json(cvs::test::data("results/cpu_single_results.json"));
+}
 
 std::string kind(const J& v) {
   if (v.is_null()) return "null";
@@ -27,7 +29,8 @@ std::string kind(const J& v) {
 
 // The peer's record: every entry of the shared Megatron-Bridge cards file.
 std::vector<J> shared_entries() {
-  const fs::path p = fs::path(CVS_SOURCE_ROOT) / ".." / "shared" / "spec" / "megatron-bridge-model-verification-cards.json";
+  const fs::path p =
+      fs::path(CVS_SOURCE_ROOT) / ".." / "shared" / "spec" / "megatron-bridge-model-verification-cards.json";
   std::vector<J> v;
   if (!fs::exists(p)) return v;
   const J doc = cvs::test::read_json(p);  // keep it alive: ranging over a temporary's member dangles
@@ -40,7 +43,8 @@ std::vector<J> shared_entries() {
 
 TEST(Card, EntriesHaveTheKeysAndTypesOfTheSharedCards) {
   const auto theirs = shared_entries();
-  ASSERT_FALSE(theirs.empty()) << "shared/spec/megatron-bridge-model-verification-cards.json not found beside the repo";
+  ASSERT_FALSE(theirs.empty())
+      << "shared/spec/megatron-bridge-model-verification-cards.json not found beside the repo";
   const auto card = cvs::make_card(results(), "2026-12-02");
   const auto& ours = card["models"][0]["entries"];
   ASSERT_EQ(ours.size(), 3u) << "two sweeps and the checkpoint_resume entry";
@@ -75,7 +79,8 @@ TEST(Card, EntriesHaveTheKeysAndTypesOfTheSharedCards) {
   EXPECT_EQ(perf["precision"], "bf16");
   EXPECT_DOUBLE_EQ(perf["metrics"]["final_loss"].get<double>(),
                    results()["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["metrics"]["final_loss"].get<double>());
-  EXPECT_NE(perf["expected_result"].get<std::string>().find("Gates: "), std::string::npos) << perf["expected_result"];
+  EXPECT_NE(perf["expected_result"].get<std::string>().find("Gates: "), std::string::npos)
+      << perf["expected_result"];
   EXPECT_EQ(ours[2]["workflow"], "checkpoint_resume");
   EXPECT_EQ(ours[2]["status"], "verified");
 }
@@ -137,14 +142,17 @@ TEST(Compare, CliExitsNonZeroOnRegression) {
   const std::string old = cvs::test::data("results/cpu_single_results.json").string();
   auto same = cvs::test::run_command(std::string(CVS_BINARY) + " compare " + old + " " + old);
   EXPECT_EQ(same.exit_code, 0) << same.out;
-  auto reg = cvs::test::run_command(std::string(CVS_BINARY) + " compare " + old + " " + (dir / "new.json").string());
+  auto reg =
+      cvs::test::run_command(std::string(CVS_BINARY) + " compare " + old + " " + (dir / "new.json").string());
   EXPECT_EQ(reg.exit_code, 1) << reg.out;
   EXPECT_NE(reg.out.find("training.step_time_mean_ms"), std::string::npos);
   EXPECT_NE(reg.out.find("+50.00  REGRESSION"), std::string::npos) << reg.out;
-  auto card = cvs::test::run_command(std::string(CVS_BINARY) + " card " + old + " --out " + (dir / "card.json").string());
+  auto card = cvs::test::run_command(std::string(CVS_BINARY) + " card " + old + " --out " +
+                                     (dir / "card.json").string());
   EXPECT_EQ(card.exit_code, 0) << card.out;
   EXPECT_NE(card.out.find("3 of 3 entries verified"), std::string::npos) << card.out;
-  auto again = cvs::test::run_command(std::string(CVS_BINARY) + " card " + old + " --out " + (dir / "card.json").string());
+  auto again = cvs::test::run_command(std::string(CVS_BINARY) + " card " + old + " --out " +
+                                      (dir / "card.json").string());
   EXPECT_EQ(again.exit_code, 2) << "never overwrites";
   fs::remove_all(dir);
 }

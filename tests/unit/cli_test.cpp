@@ -12,8 +12,9 @@ TEST(Cli, ValidateTaggedSpecExamplePrintsEveryPointerAndExits2) {
   auto p = run_command(std::string(CVS_BINARY) + " config validate " +
                        cvs::test::data("configs/mi3xx_jaxmaxtext_llama-3.3-70b_distributed.json").string());
   EXPECT_EQ(p.exit_code, 2) << p.out;
-  for (const char* ptr : {"/threshold_json", "/container/env/NCCL_IB_HCA", "/container/env/NCCL_SOCKET_IFNAME",
-                          "/container/env/GLOO_SOCKET_IFNAME", "/container/env/NCCL_IB_GID_INDEX"})
+  for (const char* ptr :
+       {"/threshold_json", "/container/env/NCCL_IB_HCA", "/container/env/NCCL_SOCKET_IFNAME",
+        "/container/env/GLOO_SOCKET_IFNAME", "/container/env/NCCL_IB_GID_INDEX"})
     EXPECT_NE(p.out.find(ptr), std::string::npos) << ptr << " missing in:\n" << p.out;
   EXPECT_NE(p.out.find("5 error(s)"), std::string::npos) << p.out;
 }
@@ -21,8 +22,9 @@ TEST(Cli, ValidateTaggedSpecExamplePrintsEveryPointerAndExits2) {
 TEST(Cli, ValidateCleanConfigExits0) {
   auto dir = std::filesystem::temp_directory_path() / ("cvs_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(cvs::test::data("configs/mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json"),
-                             dir / "mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json");
+  std::filesystem::copy_file(
+      cvs::test::data("configs/mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json"),
+      dir / "mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json");
   std::ofstream(dir / "c.json") << cvs::test::spec_example_untagged().dump(2);
   auto p = run_command(std::string(CVS_BINARY) + " config validate " + (dir / "c.json").string());
   EXPECT_EQ(p.exit_code, 0) << p.out;
@@ -31,8 +33,9 @@ TEST(Cli, ValidateCleanConfigExits0) {
 }
 
 TEST(Cli, MetricsOfARealLogAsJson) {
-  auto p = run_command(std::string(CVS_BINARY) + " metrics " + cvs::test::data("logs/cpu_tiny_12steps.log").string() +
-                       " --nodes 2 --gpus-per-node 4");
+  auto p =
+      run_command(std::string(CVS_BINARY) + " metrics " +
+                  cvs::test::data("logs/cpu_tiny_12steps.log").string() + " --nodes 2 --gpus-per-node 4");
   ASSERT_EQ(p.exit_code, 0) << p.out;
   auto j = nlohmann::json::parse(p.out);
   const auto& m = j["metrics"];
@@ -42,9 +45,12 @@ TEST(Cli, MetricsOfARealLogAsJson) {
 }
 
 TEST(Cli, MetricsOfANanRunExits1) {
-  auto p = run_command(std::string(CVS_BINARY) + " metrics " + cvs::test::data("logs/cpu_nan_abort.log").string());
+  auto p =
+      run_command(std::string(CVS_BINARY) + " metrics " + cvs::test::data("logs/cpu_nan_abort.log").string());
   EXPECT_EQ(p.exit_code, 1) << p.out;
   EXPECT_NE(p.out.find("\"aborted_on\": \"NaN loss\""), std::string::npos) << p.out;
 }
 
-TEST(Cli, UnknownCommandExits2) { EXPECT_EQ(run_command(std::string(CVS_BINARY) + " frobnicate").exit_code, 2); }
+TEST(Cli, UnknownCommandExits2) {
+  EXPECT_EQ(run_command(std::string(CVS_BINARY) + " frobnicate").exit_code, 2);
+}

@@ -31,7 +31,8 @@ TEST(Config, SpecExampleLoadsOnceTagsReplaced) {
 }
 
 TEST(Config, TaggedSpecExampleFailsWithOnePointerPerEnvAndThresholdTag) {
-  auto issues = issues_of(cvs::test::read_json(cvs::test::data("configs/mi3xx_jaxmaxtext_llama-3.3-70b_distributed.json")));
+  auto issues = issues_of(
+      cvs::test::read_json(cvs::test::data("configs/mi3xx_jaxmaxtext_llama-3.3-70b_distributed.json")));
   EXPECT_TRUE(has_issue(issues, "/threshold_json", "<changeme>"));
   EXPECT_TRUE(has_issue(issues, "/container/env/NCCL_IB_HCA", "<changeme>"));
   EXPECT_TRUE(has_issue(issues, "/container/env/NCCL_SOCKET_IFNAME", "<changeme>"));
@@ -176,7 +177,8 @@ TEST(Config, UnknownKeyIsAnErrorWithASuggestion) {
 
 TEST(Config, OmittedBlocksGetSpecDefaults) {
   auto j = spec_example_untagged();
-  for (const char* b : {"scaling_baseline", "convergence", "loss_curve", "smoke", "checkpoint_resume", "error_patterns"})
+  for (const char* b :
+       {"scaling_baseline", "convergence", "loss_curve", "smoke", "checkpoint_resume", "error_patterns"})
     j.erase(b);
   auto c = load_json(j);
   EXPECT_EQ(c.scaling_baseline.tokens_per_sec_total, 0.0);

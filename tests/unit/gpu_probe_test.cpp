@@ -9,7 +9,9 @@
 using cvs::check_probe;
 
 namespace {
-std::string file(const std::string& n) { return cvs::test::read_file(cvs::test::data("gpu_probe/" + n)); }
+std::string file(const std::string& n) {
+  return cvs::test::read_file(cvs::test::data("gpu_probe/" + n));
+}
 }  // namespace
 
 TEST(GpuProbe, RocmSmiJson) {
@@ -24,7 +26,8 @@ TEST(GpuProbe, RocmSmiJson) {
 }
 
 TEST(GpuProbe, AmdSmiJson) {
-  auto p = cvs::parse_amd_smi_json(file("amd_smi_static_mi355x_8.json"), file("amd_smi_metric_mi355x_8.json"));
+  auto p =
+      cvs::parse_amd_smi_json(file("amd_smi_static_mi355x_8.json"), file("amd_smi_metric_mi355x_8.json"));
   ASSERT_EQ(p.devices.size(), 8u);
   EXPECT_EQ(p.devices[7].index, 7);
   EXPECT_EQ(p.devices[7].arch, "gfx950");
@@ -32,7 +35,9 @@ TEST(GpuProbe, AmdSmiJson) {
   EXPECT_NEAR(*p.devices[0].free_gb, 294.613, 1e-6);
   EXPECT_TRUE(check_probe(p, "mi35x", 8).empty());
   // Older amd-smi printed sizes as "N MB" strings.
-  auto old = cvs::parse_amd_smi_json(R"([{"gpu": 0, "asic": {"market_name": "MI300X", "target_graphics_version": "gfx942"}, "vram": {"size": "196592 MB"}}])", "");
+  auto old = cvs::parse_amd_smi_json(
+      R"([{"gpu": 0, "asic": {"market_name": "MI300X", "target_graphics_version": "gfx942"}, "vram": {"size": "196592 MB"}}])",
+      "");
   ASSERT_EQ(old.devices.size(), 1u);
   EXPECT_NEAR(*old.devices[0].total_gb, 196.592, 1e-6);
 }
@@ -68,7 +73,9 @@ TEST(GpuProbe, NoGpuIsATypedResult) {
   auto bad = check_probe(none, "mi3xx", 8);
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_NE(bad[0].find("no GPU found"), std::string::npos);
-  EXPECT_EQ(cvs::probe_from_json(cvs::to_json(cvs::parse_rocm_smi_json(file("rocm_smi_mi300x_8.json")))).devices.size(), 8u);
+  EXPECT_EQ(cvs::probe_from_json(cvs::to_json(cvs::parse_rocm_smi_json(file("rocm_smi_mi300x_8.json"))))
+                .devices.size(),
+            8u);
 }
 
 TEST(GpuProbe, TheBinaryReportsNoGpuOnThisMachine) {
@@ -85,8 +92,8 @@ TEST(GpuProbe, TheInRuntimeProgramPicksTheFirstToolAndItsOutputParses) {
   auto p = cvs::parse_probe_output("CVS-ROCMSMI\n" + file("rocm_smi_mi300x_8.json"));
   EXPECT_EQ(p.source, "rocm-smi");
   EXPECT_EQ(p.devices.size(), 8u);
-  auto a = cvs::parse_probe_output("CVS-AMDSMI-STATIC\n" + file("amd_smi_static_mi355x_8.json") + "\nCVS-AMDSMI-METRIC\n" +
-                                   file("amd_smi_metric_mi355x_8.json"));
+  auto a = cvs::parse_probe_output("CVS-AMDSMI-STATIC\n" + file("amd_smi_static_mi355x_8.json") +
+                                   "\nCVS-AMDSMI-METRIC\n" + file("amd_smi_metric_mi355x_8.json"));
   EXPECT_EQ(a.source, "amd-smi");
   ASSERT_EQ(a.devices.size(), 8u);
   EXPECT_TRUE(a.devices[0].free_gb.has_value());

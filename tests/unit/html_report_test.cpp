@@ -6,7 +6,9 @@
 #include "test_helpers.hpp"
 
 namespace {
-nlohmann::ordered_json results() { return cvs::test::read_json(cvs::test::data("results/cpu_single_results.json")); }
+nlohmann::ordered_json results() {
+  return cvs::test::read_json(cvs::test::data("results/cpu_single_results.json"));
+}
 }  // namespace
 
 TEST(HtmlReport, HasVerdictCountsSweepsPlotsAndLinksAndNoNetwork) {
@@ -23,7 +25,8 @@ TEST(HtmlReport, HasVerdictCountsSweepsPlotsAndLinksAndNoNetwork) {
 TEST(HtmlReport, EscapesWhatLogsAndConfigsBring) {
   auto r = results();
   r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["run"]["failure"] = "node <b>x</b> said \"boom\" & left";
-  r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["run"]["first_error"] = {{"node", "n<1>"}, {"pattern", "NCCL ERROR"}, {"line_no", 7}, {"line", "<script>alert(1)</script>"}};
+  r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["run"]["first_error"] = {
+      {"node", "n<1>"}, {"pattern", "NCCL ERROR"}, {"line_no", 7}, {"line", "<script>alert(1)</script>"}};
   const auto html = cvs::report::render_html(r);
   EXPECT_EQ(html.find("<script>"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);

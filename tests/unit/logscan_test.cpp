@@ -23,15 +23,18 @@ TEST(LogScan, NoDefaultPatternFiresOnAnyHealthyRealRun) {
   for (const char* log : {"logs/cpu_tiny_12steps.log", "logs/cpu_ckpt_phase1.log", "logs/cpu_ckpt_phase2.log",
                           "logs/cpu_2proc_rank0.log", "logs/cpu_2proc_rank1.log"}) {
     auto r = cvs::scan_log_file(cvs::test::data(log), default_error_patterns());
-    for (const auto& e : r.errors) ADD_FAILURE() << log << ":" << e.line_no << " " << e.pattern_name << ": " << e.line;
+    for (const auto& e : r.errors)
+      ADD_FAILURE() << log << ":" << e.line_no << " " << e.pattern_name << ": " << e.line;
     EXPECT_GE(r.steps.size(), 6u) << log;
   }
 }
 
 TEST(LogScan, CoordinationErrorLinesStillMatch) {
   cvs::LogScanner s(default_error_patterns());
-  s.feed("I1202 12:43:12.833948    5044 service.cc:66] Coordination service is enabled.\n"
-         "E1202 12:50:01.000001    5044 coordination_service.cc:900] Task 1 heartbeat timeout. Task has been set to ERROR\n");
+  s.feed(
+      "I1202 12:43:12.833948    5044 service.cc:66] Coordination service is enabled.\n"
+      "E1202 12:50:01.000001    5044 coordination_service.cc:900] Task 1 heartbeat timeout. Task has been "
+      "set to ERROR\n");
   ASSERT_EQ(s.result().errors.size(), 1u);
   EXPECT_EQ(s.result().errors[0].line_no, 2);
   EXPECT_EQ(s.result().errors[0].pattern_name, "TF coordination error");
@@ -51,7 +54,8 @@ TEST(LogScan, ChunkedFeedingEqualsWholeFile) {
     }
     s.finish();
     ASSERT_EQ(s.result().steps.size(), whole.steps.size());
-    for (std::size_t i = 0; i < whole.steps.size(); ++i) EXPECT_EQ(s.result().steps[i].step, whole.steps[i].step);
+    for (std::size_t i = 0; i < whole.steps.size(); ++i)
+      EXPECT_EQ(s.result().steps[i].step, whole.steps[i].step);
     EXPECT_EQ(s.result().checkpoints.size(), whole.checkpoints.size());
     EXPECT_EQ(s.result().lines, whole.lines);
   }
@@ -80,12 +84,15 @@ TEST(LogScan, ErrorPatternReportsNameLineAndNumber) {
 TEST(LogScan, EachDefaultPatternFiresOnItsSignature) {
   const std::vector<std::pair<std::string, std::string>> samples = {
       {"NCCL ERROR", "NCCL WARN NET/IB : Got completion with error; NCCL ERROR: unhandled system error"},
-      {"GPU HW fault", "Memory access fault by GPU node-2 (Agent handle: 0x5) on address 0x7f. Reason: Page not present"},
+      {"GPU HW fault",
+       "Memory access fault by GPU node-2 (Agent handle: 0x5) on address 0x7f. Reason: Page not present"},
       {"Assertion/JAX traceback", "Traceback (most recent call last):"},
       {"ROCm init error", "RuntimeError: Unable to initialize backend 'rocm': INTERNAL: no devices"},
       {"Python fatal error", "Fatal Python error: Segmentation fault"},
-      {"TF coordination error", "Terminating process because the JAX distributed service detected fatal errors: missing heartbeats"},
-      {"RESOURCE_EXHAUSTED/OOM", "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate"},
+      {"TF coordination error",
+       "Terminating process because the JAX distributed service detected fatal errors: missing heartbeats"},
+      {"RESOURCE_EXHAUSTED/OOM",
+       "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate"},
       {"Segfault", "/bin/bash: line 1: 1234 Segmentation fault (core dumped) python3 train.py"},
   };
   for (const auto& [name, line] : samples) {

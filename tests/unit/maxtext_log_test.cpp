@@ -10,8 +10,10 @@ using cvs::parse_maxtext_line;
 
 TEST(MaxtextLog, StepLineOfV025) {
   auto ev = parse_maxtext_line(
-      "I1202 12:31:44.806634 140709024938880 metric_logger.py:265] completed step: 2, seconds: 0.004, TFLOP/s/device: "
-      "0.149, Tokens/s/device: 63147.509, total_weights: 256, loss: 6.015, lm_loss: 6.015, perplexity: 409.336");
+      "I1202 12:31:44.806634 140709024938880 metric_logger.py:265] completed step: 2, seconds: 0.004, "
+      "TFLOP/s/device: "
+      "0.149, Tokens/s/device: 63147.509, total_weights: 256, loss: 6.015, lm_loss: 6.015, perplexity: "
+      "409.336");
   ASSERT_TRUE(ev && ev->step);
   EXPECT_EQ(ev->step->step, 2);
   EXPECT_DOUBLE_EQ(*ev->step->seconds, 0.004);
@@ -32,18 +34,21 @@ TEST(MaxtextLog, OlderStepLineWithoutTotalWeights) {
 
 TEST(MaxtextLog, NanLossParsesAsNan) {
   auto ev = parse_maxtext_line(
-      "I1202 12:32:43.025712 140599178353536 metric_logger.py:265] completed step: 1, seconds: 0.109, TFLOP/s/device: "
+      "I1202 12:32:43.025712 140599178353536 metric_logger.py:265] completed step: 1, seconds: 0.109, "
+      "TFLOP/s/device: "
       "0.006, Tokens/s/device: 2349.896, total_weights: 256, loss: nan, lm_loss: nan, perplexity: nan");
   ASSERT_TRUE(ev && ev->step);
   EXPECT_TRUE(std::isnan(ev->step->loss));
 }
 
 TEST(MaxtextLog, RampupAndProfilerLines) {
-  auto r = parse_maxtext_line("[Rampup Batch Size Phase], completed step: 3, seconds: 0.5, total_weights: 64, loss: 9.1");
+  auto r = parse_maxtext_line(
+      "[Rampup Batch Size Phase], completed step: 3, seconds: 0.5, total_weights: 64, loss: 9.1");
   ASSERT_TRUE(r && r->step);
   EXPECT_TRUE(r->step->rampup);
   EXPECT_FALSE(r->step->tokens_per_device);
-  auto p = parse_maxtext_line("completed profiler activation/deactivation step: 4, total_weights: 64, loss: 9.0, lm_loss: 9.0");
+  auto p = parse_maxtext_line(
+      "completed profiler activation/deactivation step: 4, total_weights: 64, loss: 9.0, lm_loss: 9.0");
   ASSERT_TRUE(p && p->step);
   EXPECT_TRUE(p->step->profiler_boundary);
   EXPECT_FALSE(p->step->seconds);
@@ -51,7 +56,8 @@ TEST(MaxtextLog, RampupAndProfilerLines) {
 
 TEST(MaxtextLog, EvalLinesNewAndOld) {
   auto n = parse_maxtext_line(
-      "I1202 metric_logger.py:280] Completed eval after train step 99, loss=2.345, perplexity=10.4, total_weights=512, avg_z_loss=0.000");
+      "I1202 metric_logger.py:280] Completed eval after train step 99, loss=2.345, perplexity=10.4, "
+      "total_weights=512, avg_z_loss=0.000");
   ASSERT_TRUE(n && n->eval);
   EXPECT_EQ(n->eval->after_step, 99);
   EXPECT_DOUBLE_EQ(n->eval->loss, 2.345);
@@ -63,7 +69,8 @@ TEST(MaxtextLog, EvalLinesNewAndOld) {
 }
 
 TEST(MaxtextLog, CheckpointLines) {
-  auto s = parse_maxtext_line("I1202 checkpointing.py:596] Started an asynchronous checkpoint save for step 5");
+  auto s =
+      parse_maxtext_line("I1202 checkpointing.py:596] Started an asynchronous checkpoint save for step 5");
   ASSERT_TRUE(s && s->checkpoint);
   EXPECT_EQ(s->checkpoint->kind, cvs::CheckpointEventKind::SaveStarted);
   EXPECT_EQ(s->checkpoint->step, 5);
@@ -76,13 +83,15 @@ TEST(MaxtextLog, CheckpointLines) {
   EXPECT_EQ(r->checkpoint->kind, cvs::CheckpointEventKind::Restored);
   EXPECT_EQ(r->checkpoint->step, 5);
   auto d = parse_maxtext_line(
-      "I1202 event_tracking.py:184] [process=0] [async] Finished save (blocking + background) in 0.14 seconds @ "
+      "I1202 event_tracking.py:184] [process=0] [async] Finished save (blocking + background) in 0.14 "
+      "seconds @ "
       "/tmp/t/out/ck/checkpoints/10");
   ASSERT_TRUE(d && d->checkpoint);
   EXPECT_EQ(d->checkpoint->kind, cvs::CheckpointEventKind::SaveDuration);
   EXPECT_DOUBLE_EQ(d->checkpoint->seconds, 0.14);
   EXPECT_EQ(d->checkpoint->step, 10);
-  auto l = parse_maxtext_line("[process=0] [sync] Finished load in 0.08 seconds @ /tmp/t/out/ck/checkpoints/5");
+  auto l =
+      parse_maxtext_line("[process=0] [sync] Finished load in 0.08 seconds @ /tmp/t/out/ck/checkpoints/5");
   ASSERT_TRUE(l && l->checkpoint);
   EXPECT_EQ(l->checkpoint->kind, cvs::CheckpointEventKind::LoadDuration);
   EXPECT_EQ(l->checkpoint->step, 5);
@@ -100,7 +109,8 @@ TEST(MaxtextLog, AbortAndMemstats) {
 }
 
 TEST(MaxtextLog, ConfigParamLinesGiveTheEffectiveConfig) {
-  auto ev = parse_maxtext_line("I1202 12:31:38.846946 140709024938880 pyconfig.py:591] Config param quantization: nanoo_fp8");
+  auto ev = parse_maxtext_line(
+      "I1202 12:31:38.846946 140709024938880 pyconfig.py:591] Config param quantization: nanoo_fp8");
   ASSERT_TRUE(ev && ev->config_param);
   EXPECT_EQ(ev->config_param->first, "quantization");
   EXPECT_EQ(ev->config_param->second, "nanoo_fp8");

@@ -22,9 +22,15 @@ TEST(MaxtextYaml, SweepOverridesWinOverKeyAndBase) {
 }
 
 TEST(MaxtextYaml, TypesSurviveTheRoundTrip) {
-  ordered_json m = {{"quantization", ""},      {"scan_layers", true},       {"steps", 30},
-                    {"learning_rate", 1e-05},  {"mem_fraction", 0.97},      {"truthy_string", "true"},
-                    {"number_string", "123"},  {"dcn_data_parallelism", -1}, {"rules", {1, 2}},
+  ordered_json m = {{"quantization", ""},
+                    {"scan_layers", true},
+                    {"steps", 30},
+                    {"learning_rate", 1e-05},
+                    {"mem_fraction", 0.97},
+                    {"truthy_string", "true"},
+                    {"number_string", "123"},
+                    {"dcn_data_parallelism", -1},
+                    {"rules", {1, 2}},
                     {"ratio", 2.0}};
   YAML::Node n = YAML::Load(cvs::to_maxtext_yaml(m));
   EXPECT_EQ(n["quantization"].as<std::string>(), "");
@@ -45,7 +51,8 @@ TEST(MaxtextYaml, XlaFlagsJoinedAndEmptyMapOmitted) {
   cvs::TrainParams tp;
   EXPECT_FALSE(cvs::xla_flags_value(tp).has_value());
   tp.xla_flags = {{"xla_gpu_autotune_level", "0"}, {"xla_gpu_enable_latency_hiding_scheduler", "true"}};
-  EXPECT_EQ(*cvs::xla_flags_value(tp), "--xla_gpu_autotune_level=0 --xla_gpu_enable_latency_hiding_scheduler=true");
+  EXPECT_EQ(*cvs::xla_flags_value(tp),
+            "--xla_gpu_autotune_level=0 --xla_gpu_enable_latency_hiding_scheduler=true");
 }
 
 TEST(MaxtextYaml, SmokeRunIsBf16AtTheSmokeShape) {

@@ -33,7 +33,8 @@ TEST(Metrics, WarmupIsTheFirstTwoRecordsByPosition) {
 }
 
 TEST(Metrics, ThroughputIsWorkOverTimeNotAMeanOfRates) {
-  std::vector<cvs::StepRecord> s = {step(0, 9, 5), step(1, 9, 5), step(2, 1, 5, 100, 1000), step(3, 1, 5, 300, 3000)};
+  std::vector<cvs::StepRecord> s = {step(0, 9, 5), step(1, 9, 5), step(2, 1, 5, 100, 1000),
+                                    step(3, 1, 5, 300, 3000)};
   auto m = cvs::compute_metrics(s, {}, {});
   EXPECT_DOUBLE_EQ(*m.get("tokens_per_sec_per_gpu"), 1500.0);  // 2 / (1/1000 + 1/3000)
   EXPECT_DOUBLE_EQ(*m.get("tflops_per_sec_per_gpu"), 150.0);
@@ -41,14 +42,16 @@ TEST(Metrics, ThroughputIsWorkOverTimeNotAMeanOfRates) {
 }
 
 TEST(Metrics, ARateRoundedToZeroMakesTheFigureZeroNotMissing) {
-  std::vector<cvs::StepRecord> s = {step(0, 1, 5), step(1, 1, 5), step(2, 1, 5, 0.0, 1000), step(3, 1, 5, 0.002, 1000)};
+  std::vector<cvs::StepRecord> s = {step(0, 1, 5), step(1, 1, 5), step(2, 1, 5, 0.0, 1000),
+                                    step(3, 1, 5, 0.002, 1000)};
   auto m = cvs::compute_metrics(s, {}, {});
   ASSERT_TRUE(m.get("tflops_per_sec_per_gpu"));
   EXPECT_EQ(*m.get("tflops_per_sec_per_gpu"), 0.0);
 }
 
 TEST(Metrics, TotalsAndScalingEfficiency) {
-  std::vector<cvs::StepRecord> s = {step(0, 1, 5), step(1, 1, 5), step(2, 1, 5, 100, 1000), step(3, 1, 5, 100, 1000)};
+  std::vector<cvs::StepRecord> s = {step(0, 1, 5), step(1, 1, 5), step(2, 1, 5, 100, 1000),
+                                    step(3, 1, 5, 100, 1000)};
   cvs::MetricsContext ctx;
   ctx.num_nodes = 2;
   ctx.gpus_per_node = 8;
@@ -62,7 +65,8 @@ TEST(Metrics, TotalsAndScalingEfficiency) {
 
 TEST(Metrics, PercentilesInterpolate) {
   EXPECT_DOUBLE_EQ(cvs::percentile({1, 2, 3, 4}, 50), 2.5);
-  EXPECT_DOUBLE_EQ(cvs::percentile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, 95), 20.0);
+  EXPECT_DOUBLE_EQ(
+      cvs::percentile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, 95), 20.0);
 }
 
 TEST(Metrics, NanLossIsAFailureSignatureNotANumber) {
@@ -75,8 +79,10 @@ TEST(Metrics, NanLossIsAFailureSignatureNotANumber) {
 }
 
 TEST(Metrics, DuplicateAndGoingDownStepsAreRejected) {
-  EXPECT_THROW(cvs::check_step_series({step(0, 1, 5), step(1, 1, 5), step(1, 1, 5)}, "x.log"), cvs::MetricsError);
-  EXPECT_THROW(cvs::check_step_series({step(0, 1, 5), step(5, 1, 5), step(3, 1, 5)}, "x.log"), cvs::MetricsError);
+  EXPECT_THROW(cvs::check_step_series({step(0, 1, 5), step(1, 1, 5), step(1, 1, 5)}, "x.log"),
+               cvs::MetricsError);
+  EXPECT_THROW(cvs::check_step_series({step(0, 1, 5), step(5, 1, 5), step(3, 1, 5)}, "x.log"),
+               cvs::MetricsError);
   EXPECT_NO_THROW(cvs::check_step_series({step(6, 1, 5), step(7, 1, 5)}, "x.log"));
 }
 
@@ -121,8 +127,10 @@ TEST(Metrics, FromTheRealCpuLog) {
 }
 
 TEST(MetricsFile, RealFileMatchesTheLogLinesOfTheSameRun) {
-  auto rows = cvs::parse_metrics_file(cvs::test::read_file(cvs::test::data("logs/cpu_8steps_metrics_file.jsonl")), "m.jsonl");
-  auto log = cvs::scan_log_file(cvs::test::data("logs/cpu_8steps_with_metrics_file.log"), cvs::default_error_patterns());
+  auto rows = cvs::parse_metrics_file(
+      cvs::test::read_file(cvs::test::data("logs/cpu_8steps_metrics_file.jsonl")), "m.jsonl");
+  auto log = cvs::scan_log_file(cvs::test::data("logs/cpu_8steps_with_metrics_file.log"),
+                                cvs::default_error_patterns());
   ASSERT_EQ(rows.size(), 8u);
   ASSERT_EQ(log.steps.size(), 8u);
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -136,13 +144,15 @@ TEST(MetricsFile, BareNanAndProcessDuplicatesAndBlendedRuns) {
   const std::string two_procs =
       "{\"learning/loss\": 6.5, \"perf/step_time_seconds\": 1.0, \"step\": 0.0, \"run_name\": \"NaN run\"}\n"
       "{\"learning/loss\": 6.5, \"perf/step_time_seconds\": 1.0, \"step\": 0.0, \"run_name\": \"NaN run\"}\n"
-      "{\"learning/loss\": NaN, \"perf/step_time_seconds\": Infinity, \"step\": 1.0, \"run_name\": \"NaN run\"}\n"
+      "{\"learning/loss\": NaN, \"perf/step_time_seconds\": Infinity, \"step\": 1.0, \"run_name\": \"NaN "
+      "run\"}\n"
       "{\"eval/avg_loss\": 3.0, \"step\": 1.0}\n";
   auto rows = cvs::parse_metrics_file(two_procs, "m");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_TRUE(std::isnan(rows[1].loss));
   EXPECT_TRUE(std::isinf(*rows[1].seconds));
-  EXPECT_THROW(cvs::parse_metrics_file("{\"learning/loss\": 6.5, \"step\": 0.0}\n{\"learning/loss\": 6.4, \"step\": 0.0}\n", "m"),
+  EXPECT_THROW(cvs::parse_metrics_file(
+                   "{\"learning/loss\": 6.5, \"step\": 0.0}\n{\"learning/loss\": 6.4, \"step\": 0.0}\n", "m"),
                cvs::MetricsError);
   EXPECT_THROW(cvs::parse_metrics_file("not json\n", "m"), cvs::MetricsError);
 }

@@ -31,7 +31,8 @@ std::vector<fs::path> shipped() {
 
 // Pointers of string values holding <changeme>, except container.image (a preflight check).
 void tags(const ordered_json& j, const std::string& ptr, std::vector<std::string>& out) {
-  if (j.is_string() && j.get<std::string>().find("<changeme>") != std::string::npos && ptr != "/container/image")
+  if (j.is_string() && j.get<std::string>().find("<changeme>") != std::string::npos &&
+      ptr != "/container/image")
     out.push_back(ptr);
   if (j.is_object())
     for (auto it = j.begin(); it != j.end(); ++it)
@@ -53,7 +54,8 @@ std::vector<fs::path> threshold_files_for(const fs::path& config) {
   const std::string stem = config.stem().string();
   if (stem.rfind("mi3xx_", 0) == 0) {
     const std::string rest = stem.substr(6);
-    return {kThresholds / ("mi300x_" + rest + "_threshold.json"), kThresholds / ("mi325x_" + rest + "_threshold.json")};
+    return {kThresholds / ("mi300x_" + rest + "_threshold.json"),
+            kThresholds / ("mi325x_" + rest + "_threshold.json")};
   }
   return {kThresholds / (stem + "_threshold.json")};
 }
@@ -63,14 +65,16 @@ std::vector<fs::path> threshold_files_for(const fs::path& config) {
 TEST(ShippedConfigs, TheSpecTableIsShippedPlusNvidiaAndCpu) {
   std::set<std::string> names;
   for (const auto& p : shipped()) names.insert(p.filename().string());
-  for (const char* n : {"mi3xx_jaxmaxtext_llama-3.1-8b_distributed.json", "mi3xx_jaxmaxtext_llama-3.1-70b_single.json",
-                        "mi3xx_jaxmaxtext_llama-3.1-70b_distributed.json", "mi3xx_jaxmaxtext_llama-3.3-70b_single.json",
-                        "mi3xx_jaxmaxtext_llama-3.3-70b_distributed.json", "mi3xx_jaxmaxtext_deepseek-v2-lite_distributed.json",
-                        "mi3xx_jaxmaxtext_llama-3.1-405b_distributed.json", "mi3xx_jaxmaxtext_deepseek-v4-284b_distributed.json",
-                        "mi35x_jaxmaxtext_llama-3.1-70b_single.json", "h100_jaxmaxtext_llama-3.1-8b_single.json",
-                        "h100_jaxmaxtext_llama-3.1-70b_single.json", "h200_jaxmaxtext_llama-3.1-8b_single.json",
-                        "h200_jaxmaxtext_llama-3.1-70b_single.json", "cpu_jaxmaxtext_tiny_single.json",
-                        "cpu_jaxmaxtext_tiny_distributed.json"})
+  for (const char* n :
+       {"mi3xx_jaxmaxtext_llama-3.1-8b_distributed.json", "mi3xx_jaxmaxtext_llama-3.1-70b_single.json",
+        "mi3xx_jaxmaxtext_llama-3.1-70b_distributed.json", "mi3xx_jaxmaxtext_llama-3.3-70b_single.json",
+        "mi3xx_jaxmaxtext_llama-3.3-70b_distributed.json",
+        "mi3xx_jaxmaxtext_deepseek-v2-lite_distributed.json",
+        "mi3xx_jaxmaxtext_llama-3.1-405b_distributed.json",
+        "mi3xx_jaxmaxtext_deepseek-v4-284b_distributed.json", "mi35x_jaxmaxtext_llama-3.1-70b_single.json",
+        "h100_jaxmaxtext_llama-3.1-8b_single.json", "h100_jaxmaxtext_llama-3.1-70b_single.json",
+        "h200_jaxmaxtext_llama-3.1-8b_single.json", "h200_jaxmaxtext_llama-3.1-70b_single.json",
+        "cpu_jaxmaxtext_tiny_single.json", "cpu_jaxmaxtext_tiny_distributed.json"})
     EXPECT_TRUE(names.count(n)) << n;
 }
 
@@ -104,7 +108,8 @@ TEST(ShippedConfigs, MiConfigsTagTheImageAndMi3xxTagsTheThresholdFile) {
     const auto stem = path.stem().string();
     if (stem.rfind("cpu_", 0) == 0) continue;
     EXPECT_NE(raw["container"]["image"].get<std::string>().find("<changeme>"), std::string::npos) << stem;
-    EXPECT_EQ(raw["threshold_json"].get<std::string>().find("<changeme>") != std::string::npos, stem.rfind("mi3xx_", 0) == 0)
+    EXPECT_EQ(raw["threshold_json"].get<std::string>().find("<changeme>") != std::string::npos,
+              stem.rfind("mi3xx_", 0) == 0)
         << stem;
     const auto& env = raw["container"]["env"];
     const bool distributed = stem.find("_distributed") != std::string::npos;
@@ -146,14 +151,19 @@ TEST(ShippedConfigs, PrecisionsAttentionAndMoeFollowTheSpec) {
     for (const auto& r : c.runs) p.insert(cvs::to_string(*c.sweep(r).parsed.precision));
     return p;
   };
-  EXPECT_EQ(precisions(load("mi3xx_jaxmaxtext_deepseek-v2-lite_distributed.json")), std::set<std::string>{"BF16"});
-  EXPECT_EQ(precisions(load("mi3xx_jaxmaxtext_deepseek-v4-284b_distributed.json")), std::set<std::string>{"BF16"});
-  EXPECT_EQ(precisions(load("mi3xx_jaxmaxtext_llama-3.1-405b_distributed.json")), (std::set<std::string>{"BF16", "FP8"}));
+  EXPECT_EQ(precisions(load("mi3xx_jaxmaxtext_deepseek-v2-lite_distributed.json")),
+            std::set<std::string>{"BF16"});
+  EXPECT_EQ(precisions(load("mi3xx_jaxmaxtext_deepseek-v4-284b_distributed.json")),
+            std::set<std::string>{"BF16"});
+  EXPECT_EQ(precisions(load("mi3xx_jaxmaxtext_llama-3.1-405b_distributed.json")),
+            (std::set<std::string>{"BF16", "FP8"}));
   auto v4 = load("mi3xx_jaxmaxtext_deepseek-v4-284b_distributed.json");
   EXPECT_EQ(v4.train_params.maxtext_config["attention"], "dot_product");
-  for (const char* k : {"sparse_matmul", "megablox", "capacity_factor"}) EXPECT_TRUE(v4.train_params.maxtext_config.contains(k)) << k;
+  for (const char* k : {"sparse_matmul", "megablox", "capacity_factor"})
+    EXPECT_TRUE(v4.train_params.maxtext_config.contains(k)) << k;
   auto l70 = load("mi3xx_jaxmaxtext_llama-3.3-70b_distributed.json");
-  EXPECT_EQ(l70.runs, (std::vector<std::string>{"BS=3,PRECISION=BF16,SL=8192", "BS=3,PRECISION=FP8,SL=8192"}));
+  EXPECT_EQ(l70.runs,
+            (std::vector<std::string>{"BS=3,PRECISION=BF16,SL=8192", "BS=3,PRECISION=FP8,SL=8192"}));
   EXPECT_EQ(l70.scaling_baseline.tokens_per_sec_total, 394000.0);
   auto fp8 = [&](const std::string& name) {
     auto c = load(name);
@@ -165,17 +175,20 @@ TEST(ShippedConfigs, PrecisionsAttentionAndMoeFollowTheSpec) {
   EXPECT_EQ(fp8("mi3xx_jaxmaxtext_llama-3.1-70b_single.json"), "nanoo_fp8");
   EXPECT_EQ(fp8("mi35x_jaxmaxtext_llama-3.1-70b_single.json"), "fp8");
   EXPECT_EQ(fp8("h100_jaxmaxtext_llama-3.1-8b_single.json"), "fp8");
-  EXPECT_EQ(load("h200_jaxmaxtext_llama-3.1-70b_single.json").train_params.maxtext_config["attention"], "cudnn_flash_te");
+  EXPECT_EQ(load("h200_jaxmaxtext_llama-3.1-70b_single.json").train_params.maxtext_config["attention"],
+            "cudnn_flash_te");
 }
 
 TEST(ShippedConfigs, TheSpecThresholdCellIsShippedVerbatim) {
   auto tf = cvs::load_thresholds(kThresholds / "mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json");
-  auto spec = cvs::load_thresholds(cvs::test::data("configs/mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json"));
+  auto spec = cvs::load_thresholds(
+      cvs::test::data("configs/mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json"));
   const auto* a = tf.cell("BS=3,PRECISION=BF16,SL=8192");
   const auto* b = spec.cell("BS=3,PRECISION=BF16,SL=8192");
   ASSERT_TRUE(a && b);
   for (const auto& s : *b) {
-    auto it = std::find_if(a->begin(), a->end(), [&](const cvs::ThresholdSpec& x) { return x.metric == s.metric; });
+    auto it =
+        std::find_if(a->begin(), a->end(), [&](const cvs::ThresholdSpec& x) { return x.metric == s.metric; });
     ASSERT_NE(it, a->end()) << s.metric;
     EXPECT_EQ(it->kind, s.kind) << s.metric;
     EXPECT_EQ(it->value, s.value) << s.metric;
@@ -185,25 +198,32 @@ TEST(ShippedConfigs, TheSpecThresholdCellIsShippedVerbatim) {
 TEST(ShippedConfigs, CvsConfigListShowsGpuModeAndPrecisions) {
   auto p = cvs::test::run_command(std::string(CVS_BINARY) + " config list");
   ASSERT_EQ(p.exit_code, 0) << p.out;
-  for (const auto& path : shipped()) EXPECT_NE(p.out.find(path.filename().string()), std::string::npos) << path;
-  EXPECT_TRUE(std::regex_search(p.out, std::regex("mi3xx_jaxmaxtext_deepseek-v4-284b_distributed\\.json +mi3xx +distributed +BF16 ")))
+  for (const auto& path : shipped())
+    EXPECT_NE(p.out.find(path.filename().string()), std::string::npos) << path;
+  EXPECT_TRUE(std::regex_search(
+      p.out, std::regex("mi3xx_jaxmaxtext_deepseek-v4-284b_distributed\\.json +mi3xx +distributed +BF16 ")))
       << p.out;
-  EXPECT_TRUE(std::regex_search(p.out, std::regex("mi35x_jaxmaxtext_llama-3\\.1-70b_single\\.json +mi35x +single +BF16,FP8 "))) << p.out;
+  EXPECT_TRUE(std::regex_search(
+      p.out, std::regex("mi35x_jaxmaxtext_llama-3\\.1-70b_single\\.json +mi35x +single +BF16,FP8 ")))
+      << p.out;
 }
 
 TEST(ShippedConfigs, CvsConfigCopyWritesConfigAndThresholdsSideBySideAndNeverOverwrites) {
   auto dir = fs::temp_directory_path() / ("cvs_copy_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  auto p = cvs::test::run_command(std::string(CVS_BINARY) + " config copy mi3xx_jaxmaxtext_llama-3.1-70b_single " + dir.string());
+  auto p = cvs::test::run_command(std::string(CVS_BINARY) +
+                                  " config copy mi3xx_jaxmaxtext_llama-3.1-70b_single " + dir.string());
   ASSERT_EQ(p.exit_code, 0) << p.out;
   EXPECT_TRUE(fs::exists(dir / "mi3xx_jaxmaxtext_llama-3.1-70b_single.json"));
   EXPECT_TRUE(fs::exists(dir / "mi300x_jaxmaxtext_llama-3.1-70b_single_threshold.json"));
   EXPECT_TRUE(fs::exists(dir / "mi325x_jaxmaxtext_llama-3.1-70b_single_threshold.json"));
   EXPECT_FALSE(fs::exists(dir / "mi325x_jaxmaxtext_llama-3.1-70b_distributed_threshold.json"));
   // The copy validates as the shipped file does: tagged until the user edits it.
-  auto v = cvs::test::run_command(std::string(CVS_BINARY) + " config validate " + (dir / "mi3xx_jaxmaxtext_llama-3.1-70b_single.json").string());
+  auto v = cvs::test::run_command(std::string(CVS_BINARY) + " config validate " +
+                                  (dir / "mi3xx_jaxmaxtext_llama-3.1-70b_single.json").string());
   EXPECT_EQ(v.exit_code, 2) << v.out;
-  auto again = cvs::test::run_command(std::string(CVS_BINARY) + " config copy mi3xx_jaxmaxtext_llama-3.1-70b_single " + dir.string());
+  auto again = cvs::test::run_command(std::string(CVS_BINARY) +
+                                      " config copy mi3xx_jaxmaxtext_llama-3.1-70b_single " + dir.string());
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.out.find("not overwriting"), std::string::npos) << again.out;
   fs::remove_all(dir);

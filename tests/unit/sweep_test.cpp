@@ -41,7 +41,9 @@ struct BadKey {
   const char* key;
   const char* needle;
 };
-void PrintTo(const BadKey& k, std::ostream* os) { *os << '"' << k.key << '"'; }
+void PrintTo(const BadKey& k, std::ostream* os) {
+  *os << '"' << k.key << '"';
+}
 class SweepBadKey : public ::testing::TestWithParam<BadKey> {};
 TEST_P(SweepBadKey, IsAConfigErrorAtThePointer) {
   try {
@@ -54,12 +56,12 @@ TEST_P(SweepBadKey, IsAConfigErrorAtThePointer) {
     EXPECT_NE(std::string(e.what()).find(GetParam().needle), std::string::npos) << e.what();
   }
 }
-INSTANTIATE_TEST_SUITE_P(Rules, SweepBadKey,
-                         ::testing::Values(BadKey{"BS=3,TP=8", "unknown token 'TP'"}, BadKey{"BS=3,BS=4", "twice"},
-                                           BadKey{"BS=x", "not a positive number"}, BadKey{"BS=-1", "not a positive"},
-                                           BadKey{"SL=1.5", "not a positive integer"},
-                                           BadKey{"PRECISION=FP16", "not BF16 or FP8"}, BadKey{"BS=3,,SL=1", "malformed"},
-                                           BadKey{"", "empty"}, BadKey{"BS", "malformed"}));
+INSTANTIATE_TEST_SUITE_P(
+    Rules, SweepBadKey,
+    ::testing::Values(BadKey{"BS=3,TP=8", "unknown token 'TP'"}, BadKey{"BS=3,BS=4", "twice"},
+                      BadKey{"BS=x", "not a positive number"}, BadKey{"BS=-1", "not a positive"},
+                      BadKey{"SL=1.5", "not a positive integer"}, BadKey{"PRECISION=FP16", "not BF16 or FP8"},
+                      BadKey{"BS=3,,SL=1", "malformed"}, BadKey{"", "empty"}, BadKey{"BS", "malformed"}));
 
 TEST(Sweep, TestNameIsGtestSafeAndReversible) {
   for (std::string key : {"BS=3,PRECISION=BF16,SL=8192", "BS=0.5,PRECISION=FP8", "SL=128", "BS=12,SL=4096"}) {

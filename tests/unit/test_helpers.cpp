@@ -9,7 +9,9 @@
 
 namespace cvs::test {
 
-std::filesystem::path data(const std::string& rel) { return std::filesystem::path(CVS_TEST_DATA) / rel; }
+std::filesystem::path data(const std::string& rel) {
+  return std::filesystem::path(CVS_TEST_DATA) / rel;
+}
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -18,7 +20,9 @@ std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
-nlohmann::ordered_json read_json(const std::filesystem::path& p) { return nlohmann::ordered_json::parse(read_file(p)); }
+nlohmann::ordered_json read_json(const std::filesystem::path& p) {
+  return nlohmann::ordered_json::parse(read_file(p));
+}
 
 nlohmann::ordered_json spec_example_untagged() {
   auto j = read_json(data("configs/mi3xx_jaxmaxtext_llama-3.3-70b_distributed.json"));
@@ -33,7 +37,8 @@ nlohmann::ordered_json spec_example_untagged() {
 }
 
 SuiteConfig load_json(const nlohmann::ordered_json& j, const std::string& name) {
-  return load_config_text(j.dump(), data("configs/" + name), {.user = "alice", .require_threshold_file = true});
+  return load_config_text(j.dump(), data("configs/" + name),
+                          {.user = "alice", .require_threshold_file = true});
 }
 
 std::vector<ConfigIssue> issues_of(const nlohmann::ordered_json& j, const std::string& name) {

@@ -21,7 +21,8 @@ nlohmann::ordered_json spec_example_untagged();
 // Loads JSON as if it lived at tests/data/configs/<name> (so the threshold file resolves).
 SuiteConfig load_json(const nlohmann::ordered_json& j, const std::string& name = "test_config.json");
 // The issues loading j raises (empty when it loads).
-std::vector<ConfigIssue> issues_of(const nlohmann::ordered_json& j, const std::string& name = "test_config.json");
+std::vector<ConfigIssue> issues_of(const nlohmann::ordered_json& j,
+                                   const std::string& name = "test_config.json");
 // True when some issue sits at exactly `pointer` and its message contains `needle`.
 ::testing::AssertionResult has_issue(const std::vector<ConfigIssue>& issues, const std::string& pointer,
                                      const std::string& needle = "");

@@ -32,7 +32,8 @@ std::vector<cvs::ConfigIssue> issues_of(const std::string& text) {
 }  // namespace
 
 TEST(Thresholds, SpecSnippetLoads) {
-  auto tf = cvs::load_thresholds(cvs::test::data("configs/mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json"));
+  auto tf = cvs::load_thresholds(
+      cvs::test::data("configs/mi325x_jaxmaxtext_llama-3.3-70b_distributed_threshold.json"));
   const auto* cell = tf.cell("BS=3,PRECISION=BF16,SL=8192");
   ASSERT_NE(cell, nullptr);
   ASSERT_EQ(cell->size(), 5u);
@@ -44,8 +45,12 @@ TEST(Thresholds, SpecSnippetLoads) {
 
 TEST(Thresholds, EveryKind) {
   using K = cvs::ThresholdKind;
-  auto m = metrics({{"tokens_per_sec_per_gpu", 1200}, {"step_time_p95_ms", 900}, {"final_loss", 5}, {"tokens_per_sec_total", 2400}});
-  std::vector<cvs::ThresholdSpec> cell = {spec("tokens_per_sec_per_gpu", K::MinTokS, 1217), spec("step_time_p95_ms", K::MaxMs, 1000),
+  auto m = metrics({{"tokens_per_sec_per_gpu", 1200},
+                    {"step_time_p95_ms", 900},
+                    {"final_loss", 5},
+                    {"tokens_per_sec_total", 2400}});
+  std::vector<cvs::ThresholdSpec> cell = {spec("tokens_per_sec_per_gpu", K::MinTokS, 1217),
+                                          spec("step_time_p95_ms", K::MaxMs, 1000),
                                           spec("final_loss", K::Within, 5.2)};
   cell[2].tolerance_pct = 5.0;
   auto ratio = spec("tokens_per_sec_total", K::MinRatio, 1.9);
@@ -58,8 +63,10 @@ TEST(Thresholds, EveryKind) {
   EXPECT_EQ(st.outcome, Outcome::Pass);
   EXPECT_NE(st.message.find("ms"), std::string::npos);
   EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &cell, true).outcome, Outcome::Pass);  // |5-5.2| <= 0.26
-  EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_total", m, &cell, true).outcome, Outcome::Pass);  // 2.0 >= 1.9
-  std::vector<cvs::ThresholdSpec> mn = {spec("final_loss", K::Min, 6), spec("tokens_per_sec_per_gpu", K::Max, 1000)};
+  EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_total", m, &cell, true).outcome,
+            Outcome::Pass);  // 2.0 >= 1.9
+  std::vector<cvs::ThresholdSpec> mn = {spec("final_loss", K::Min, 6),
+                                        spec("tokens_per_sec_per_gpu", K::Max, 1000)};
   EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &mn, true).outcome, Outcome::Fail);
   EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &mn, true).outcome, Outcome::Fail);
 }
@@ -67,7 +74,8 @@ TEST(Thresholds, EveryKind) {
 TEST(Thresholds, BoundariesAreInclusive) {
   using K = cvs::ThresholdKind;
   auto m = metrics({{"final_loss", 15.0}, {"loss_decreased", 1}});
-  std::vector<cvs::ThresholdSpec> cell = {spec("final_loss", K::Max, 15.0), spec("loss_decreased", K::Min, 1)};
+  std::vector<cvs::ThresholdSpec> cell = {spec("final_loss", K::Max, 15.0),
+                                          spec("loss_decreased", K::Min, 1)};
   EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &cell, true).outcome, Outcome::Pass);
   EXPECT_EQ(cvs::evaluate_metric("loss_decreased", m, &cell, true).outcome, Outcome::Pass);
 }
@@ -75,7 +83,8 @@ TEST(Thresholds, BoundariesAreInclusive) {
 TEST(Thresholds, RecordWhenNotEnforcedInfoOrNoCell) {
   using K = cvs::ThresholdKind;
   auto m = metrics({{"final_loss", 20}, {"step_time_p95_ms", 10}});
-  std::vector<cvs::ThresholdSpec> cell = {spec("final_loss", K::Max, 15), spec("step_time_p95_ms", K::Info, 3600000)};
+  std::vector<cvs::ThresholdSpec> cell = {spec("final_loss", K::Max, 15),
+                                          spec("step_time_p95_ms", K::Info, 3600000)};
   auto not_enforced = cvs::evaluate_metric("final_loss", m, &cell, false);
   EXPECT_EQ(not_enforced.outcome, Outcome::Record);
   EXPECT_NE(not_enforced.message.find("would FAIL"), std::string::npos);

@@ -11,7 +11,8 @@ namespace cvs::cli {
 // `cvs card RESULTS.json [--out FILE]`: model-verification entries (Megatron-Bridge card schema).
 int cmd_card(const Args& args) {
   if (args.empty() || (args.size() != 1 && !(args.size() == 3 && args[1] == "--out"))) {
-    std::cerr << "usage: cvs card RESULTS.json [--out FILE]   (default FILE: verification_card.json beside RESULTS.json)\n";
+    std::cerr << "usage: cvs card RESULTS.json [--out FILE]   (default FILE: verification_card.json beside "
+                 "RESULTS.json)\n";
     return kExitUsage;
   }
   std::ifstream in(args[0]);
@@ -27,7 +28,8 @@ int cmd_card(const Args& args) {
   std::strftime(today, sizeof today, "%Y-%m-%d", &tm);
   const auto card = make_card(results, today);
   const std::filesystem::path out =
-      args.size() == 3 ? std::filesystem::path(args[2]) : std::filesystem::path(args[0]).parent_path() / "verification_card.json";
+      args.size() == 3 ? std::filesystem::path(args[2])
+                       : std::filesystem::path(args[0]).parent_path() / "verification_card.json";
   if (std::filesystem::exists(out)) {
     std::cerr << "cvs card: " << out << " exists; not overwriting it (pass --out)\n";
     return kExitUsage;

@@ -34,7 +34,8 @@ int validate(const std::string& file) {
   }
   if (cfg)
     for (const auto& p : preflight(*cfg))
-      std::cout << "preflight: " << p.to_string() << " (not a load error; the container launch fails until fixed)\n";
+      std::cout << "preflight: " << p.to_string()
+                << " (not a load error; the container launch fails until fixed)\n";
   for (const auto& i : all) std::cout << "error: " << i.to_string() << "\n";
   if (!all.empty()) {
     std::cout << file << ": " << all.size() << " error(s)\n";
@@ -86,8 +87,9 @@ int list() {
     std::string p;
     for (const char* k : {"BF16", "FP8"})
       if (prec.count(k)) p += (p.empty() ? "" : ",") + std::string(k);
-    std::printf("%-52s %-8s %-12s %-10s %s\n", f.filename().c_str(), j.value("gpu_name", std::string("?")).c_str(),
-                mode.c_str(), p.c_str(), j.value("threshold_json", std::string()).c_str());
+    std::printf("%-52s %-8s %-12s %-10s %s\n", f.filename().c_str(),
+                j.value("gpu_name", std::string("?")).c_str(), mode.c_str(), p.c_str(),
+                j.value("threshold_json", std::string()).c_str());
   }
   return kExitOk;
 }

@@ -1,14 +1,14 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <sstream>
 #include "commands.hpp"
 #include "cvs/config.hpp"
 #include "cvs/logscan.hpp"
 #include "cvs/metrics.hpp"
 #include "cvs/metrics_file.hpp"
 #include "cvs/text_file.hpp"
-#include <fstream>
-#include <sstream>
 
 namespace cvs::cli {
 
@@ -43,7 +43,8 @@ int cmd_metrics(const Args& args) {
     }
   }
   if (logs.empty()) {
-    std::cerr << "usage: cvs metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE] [--metrics-file FILE]\n";
+    std::cerr << "usage: cvs metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE] [--metrics-file "
+                 "FILE]\n";
     return kExitUsage;
   }
   if (ctx.num_nodes < 1 || ctx.gpus_per_node < 1) {

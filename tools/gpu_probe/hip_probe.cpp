@@ -13,18 +13,23 @@ namespace cvs {
 
 #ifndef CVS_HAVE_HIP
 
-bool hip_available() { return false; }
+bool hip_available() {
+  return false;
+}
 
 GpuProbe hip_probe() {
   GpuProbe p;
   p.source = "hip";
-  p.error = "built without the HIP runtime (configure with -DCVS_WITH_HIP=ON where libamdhip64-dev is installed)";
+  p.error =
+      "built without the HIP runtime (configure with -DCVS_WITH_HIP=ON where libamdhip64-dev is installed)";
   return p;
 }
 
 #else
 
-bool hip_available() { return true; }
+bool hip_available() {
+  return true;
+}
 
 namespace {
 
@@ -64,7 +69,8 @@ bool sanity_kernel(int dev, const std::string& arch, std::string& detail) {
   }
   hipModule_t mod;
   hipFunction_t fn;
-  if (hipModuleLoadData(&mod, code.data()) != hipSuccess || hipModuleGetFunction(&fn, mod, "cvs_saxpy") != hipSuccess) {
+  if (hipModuleLoadData(&mod, code.data()) != hipSuccess ||
+      hipModuleGetFunction(&fn, mod, "cvs_saxpy") != hipSuccess) {
     detail = "loading the kernel failed";
     return false;
   }
@@ -75,14 +81,16 @@ bool sanity_kernel(int dev, const std::string& arch, std::string& detail) {
     y[i] = 1.0f;
   }
   float *dx = nullptr, *dy = nullptr;
-  bool ok = hipMalloc(&dx, n * sizeof(float)) == hipSuccess && hipMalloc(&dy, n * sizeof(float)) == hipSuccess &&
+  bool ok = hipMalloc(&dx, n * sizeof(float)) == hipSuccess &&
+            hipMalloc(&dy, n * sizeof(float)) == hipSuccess &&
             hipMemcpy(dx, x.data(), n * sizeof(float), hipMemcpyHostToDevice) == hipSuccess &&
             hipMemcpy(dy, y.data(), n * sizeof(float), hipMemcpyHostToDevice) == hipSuccess;
   if (ok) {
     float a = 2.0f;
     int nn = n;
     void* args[] = {&a, &dx, &dy, &nn};
-    ok = hipModuleLaunchKernel(fn, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr) == hipSuccess &&
+    ok = hipModuleLaunchKernel(fn, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr) ==
+             hipSuccess &&
          hipDeviceSynchronize() == hipSuccess &&
          hipMemcpy(y.data(), dy, n * sizeof(float), hipMemcpyDeviceToHost) == hipSuccess;
   }
@@ -97,7 +105,8 @@ bool sanity_kernel(int dev, const std::string& arch, std::string& detail) {
     detail = "kernel launch or copy failed";
     return false;
   }
-  detail = wrong == 0 ? "saxpy on 1048576 floats correct" : std::to_string(wrong) + " of 1048576 results wrong";
+  detail =
+      wrong == 0 ? "saxpy on 1048576 floats correct" : std::to_string(wrong) + " of 1048576 results wrong";
   return wrong == 0;
 }
 
@@ -122,7 +131,8 @@ GpuProbe hip_probe() {
     d.arch = prop.gcnArchName;
     d.total_gb = static_cast<double>(prop.totalGlobalMem) / 1e9;
     size_t free_b = 0, total_b = 0;
-    if (hipSetDevice(i) == hipSuccess && hipMemGetInfo(&free_b, &total_b) == hipSuccess) d.free_gb = static_cast<double>(free_b) / 1e9;
+    if (hipSetDevice(i) == hipSuccess && hipMemGetInfo(&free_b, &total_b) == hipSuccess)
+      d.free_gb = static_cast<double>(free_b) / 1e9;
     std::string detail;
     const bool ok = sanity_kernel(i, d.arch, detail);
     all_ok &= ok;

@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   bool tools_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--tools-only") tools_only = true;
+    if (a == "--tools-only")
+      tools_only = true;
     else if (a == "--help" || a == "-h") {
       std::puts("usage: gpu_probe [--tools-only]   (JSON on stdout; exit 0 GPUs, 3 no GPU, 1 error)");
       return 0;
