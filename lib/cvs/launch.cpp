@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cvs/local_log_stream.hpp"
 #include "cvs/maxtext_yaml.hpp"
 #include "cvs/node_agent.hpp"
 #include "cvs/node_stream.hpp"
@@ -339,7 +340,8 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
 
   // 3. Stream every node's log: one long-lived stream per node pushes its run state and the log
   //    bytes written since its last frame, every interval; all streams are read here on one
-  //    thread, so a poll costs no process and no round trip per node.
+  //    thread, so a poll costs no process and no round trip per node. Under Slurm the logs
+  //    are here (each srun step streams its output to this host): they are followed in-process.
   StreamSet streams;
   const double interval_s = std::chrono::duration<double>(policy_.interval).count();
   auto stream_request = [&](std::size_t r) {
@@ -347,7 +349,13 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
                                  policy_.max_bytes_per_frame, policy_.stop_grace_s);
     return ProcRequest{agent_argv(r, program), {}, cluster_.nodes[r].name};
   };
-  for (std::size_t r = 0; r < n; ++r) streams.add(stream_request(r));
+  for (std::size_t r = 0; r < n; ++r) {
+    if (cluster_.is_slurm())
+      streams.add_local({logs[r], rcs[r], pids[r], offsets[r], policy_.interval, policy_.max_bytes_per_frame,
+                         policy_.stop_grace_s});
+    else
+      streams.add(stream_request(r));
+  }
   out.start_seconds = elapsed();
   std::vector<bool> final_frame(n, false);  // the stream sent its last frame (state not running)
   std::vector<int> restarts(n, 0);

@@ -7,6 +7,10 @@
 
 #include <boost/asio.hpp>
 #include <boost/process.hpp>
+#include <stdexcept>
+#include <thread>
+
+#include "cvs/local_log_stream.hpp"
 
 namespace bp = boost::process;
 namespace asio = boost::asio;
@@ -90,7 +94,11 @@ struct Stream {
   bool reading = false;  // a read of `out` is armed
   bool out_eof = false, err_eof = false, exited = false;
   Clock::time_point last_frame = Clock::now();
-  bool ended() const { return !pending.spawn_error.empty() || (out_eof && err_eof && exited); }
+  std::unique_ptr<LocalLogStream> local;  // in-process instead of a process
+  bool ended() const {
+    if (local) return local->ended();
+    return !pending.spawn_error.empty() || (out_eof && err_eof && exited);
+  }
 };
 
 std::string last_lines(std::string s, std::size_t max_chars) {
@@ -170,6 +178,18 @@ struct StreamSet::Impl {
     return s;
   }
 
+  bool has_local = false;
+
+  void pump_local() {
+    if (!has_local) return;
+    for (auto& s : streams)
+      if (s->local)
+        for (auto& f : s->local->poll()) {
+          s->pending.frames.push_back(std::move(f));
+          s->last_frame = Clock::now();
+        }
+  }
+
   static void kill(Stream& s) {
     std::error_code ec;
     if (s.in.is_open()) s.in.close();
@@ -195,13 +215,28 @@ std::size_t StreamSet::add(const ProcRequest& request) {
   return impl_->streams.size() - 1;
 }
 
+std::size_t StreamSet::add_local(const LocalStreamSpec& spec) {
+  auto s = std::make_shared<Stream>(impl_->io);
+  s->local = std::make_unique<LocalLogStream>(spec);
+  s->pending.exit_code = 0;
+  impl_->streams.push_back(std::move(s));
+  impl_->has_local = true;
+  return impl_->streams.size() - 1;
+}
+
 void StreamSet::restart(std::size_t i, const ProcRequest& request) {
+  if (impl_->streams.at(i)->local) throw std::logic_error("an in-process stream is never restarted");
   Impl::kill(*impl_->streams.at(i));
   impl_->streams[i] = impl_->spawn(request);
 }
 
 bool StreamSet::send(std::size_t i, const std::string& line) {
   auto& s = *impl_->streams.at(i);
+  if (s.local) {
+    if (line != "stop" || s.local->ended()) return false;
+    s.local->stop();
+    return true;
+  }
   if (!s.in.is_open() || s.ended()) return false;
   boost::system::error_code ec;
   asio::write(s.in, asio::buffer(line + "\n"), ec);
@@ -210,6 +245,7 @@ bool StreamSet::send(std::size_t i, const std::string& line) {
 
 void StreamSet::close_input(std::size_t i) {
   auto& s = *impl_->streams.at(i);
+  if (s.local) s.local->abandon();
   if (s.in.is_open()) s.in.close();
 }
 
@@ -230,9 +266,14 @@ std::vector<StreamUpdate> StreamSet::collect(std::chrono::milliseconds wait) {
   };
   io.restart();
   io.poll();  // what is ready now, also with wait == 0
+  impl_->pump_local();
   while (!all_ended() && Clock::now() < deadline) {
     io.restart();
-    io.run_one_until(deadline);
+    // In-process streams are polled every 50 ms; process streams wake the loop themselves.
+    const auto slice =
+        impl_->has_local ? std::min(deadline, Clock::now() + std::chrono::milliseconds(50)) : deadline;
+    if (io.run_one_until(slice) == 0 && io.stopped()) std::this_thread::sleep_until(slice);
+    impl_->pump_local();
   }
   std::vector<StreamUpdate> out;
   out.reserve(impl_->streams.size());

@@ -15,6 +15,8 @@
 
 namespace cvs {
 
+struct LocalStreamSpec;  // local_log_stream.hpp
+
 // One frame of a stream: "CVS-FRAME <size> <n> <state>\n" then exactly n log bytes.
 struct StreamFrame {
   long long size = -1;  // the log's size when the frame was cut; -1: no log yet
@@ -58,6 +60,9 @@ class StreamSet {
 
   // Starts a stream (argv as in ProcRequest; label names it in messages); returns its index.
   std::size_t add(const ProcRequest& request);
+  // Follows a log on this host in this process instead (LocalLogStream): same frames, same
+  // "stop", no process.
+  std::size_t add_local(const LocalStreamSpec& spec);
   // Replaces stream i by a new process (a stream that died, restarted from a later offset).
   void restart(std::size_t i, const ProcRequest& request);
   // Writes one line to stream i's standard input; false when it is gone.

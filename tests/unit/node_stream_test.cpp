@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cvs/local_log_stream.hpp"
 #include "cvs/node_agent.hpp"
 #include "cvs/process.hpp"
 #include "test_helpers.hpp"
@@ -55,11 +56,15 @@ TEST(FrameParser, BrokenFramingIsAnErrorNotData) {
   }
 }
 
-class NodeStream : public ::testing::Test {
+// Every behaviour holds for both kinds of stream: the node agent's sh program (ssh, docker,
+// local nodes) and LocalLogStream, its in-process twin (Slurm, whose logs are on this host).
+class NodeStream : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("cvs_stream_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (auto& c : name)
+      if (c == '/') c = '_';
+    dir = fs::temp_directory_path() / ("cvs_stream_" + std::to_string(::getpid()) + "_" + name);
     fs::remove_all(dir);
     fs::create_directories(dir);
     log = (dir / "node-0/training.log").string();
@@ -74,9 +79,18 @@ class NodeStream : public ::testing::Test {
     auto r = cvs::run_one({cvs::agent::start_detached(log, rc, pid, argv), 20s, "start"});
     ASSERT_TRUE(r.ok()) << r.describe();
   }
-  cvs::ProcRequest stream_request(unsigned long long offset = 0, double interval_s = 0.1,
-                                  unsigned long long max_bytes = 1 << 20) {
-    return {cvs::agent::stream(log, rc, pid, offset, interval_s, max_bytes, 2), 60s, "node-0"};
+  // Adds this test's kind of stream over (log, rc, pid).
+  std::size_t add_stream(cvs::StreamSet& set, unsigned long long offset = 0, double interval_s = 0.1,
+                         unsigned long long max_bytes = 1 << 20) {
+    return add_stream_for(set, log, rc, pid, offset, interval_s, max_bytes);
+  }
+  std::size_t add_stream_for(cvs::StreamSet& set, const std::string& l, const std::string& r,
+                             const std::string& p, unsigned long long offset, double interval_s,
+                             unsigned long long max_bytes) {
+    if (GetParam() == "sh")
+      return set.add({cvs::agent::stream(l, r, p, offset, interval_s, max_bytes, 2), 60s, "node"});
+    return set.add_local(
+        {l, r, p, offset, std::chrono::milliseconds(static_cast<long>(interval_s * 1000)), max_bytes, 2});
   }
   // Collects stream 0 until it ends (or 30 s): every frame in order, and the last update.
   std::vector<cvs::StreamFrame> drain(cvs::StreamSet& set, cvs::StreamUpdate* last = nullptr) {
@@ -104,10 +118,10 @@ class NodeStream : public ::testing::Test {
   std::string log, rc, pid;
 };
 
-TEST_F(NodeStream, DeliversTheWholeLogAndTheExitCodeThenEnds) {
+TEST_P(NodeStream, DeliversTheWholeLogAndTheExitCodeThenEnds) {
   start({"sh", "-c", "echo one; sleep 0.3; echo two; sleep 0.3; printf 'three'; exit 3"});
   cvs::StreamSet set;
-  set.add(stream_request());
+  add_stream(set);
   cvs::StreamUpdate last;
   auto frames = drain(set, &last);
   ASSERT_TRUE(last.ended) << last.err_tail;
@@ -120,20 +134,20 @@ TEST_F(NodeStream, DeliversTheWholeLogAndTheExitCodeThenEnds) {
   for (std::size_t i = 0; i + 1 < frames.size(); ++i) EXPECT_EQ(frames[i].state, "running");
 }
 
-TEST_F(NodeStream, ResumesFromAByteOffset) {
+TEST_P(NodeStream, ResumesFromAByteOffset) {
   start({"sh", "-c", "echo one; echo two"});
   cvs::StreamSet set;
-  set.add(stream_request(4));
+  add_stream(set, 4);
   EXPECT_EQ(data_of(drain(set)), "two\n");
 }
 
-TEST_F(NodeStream, BigLogsComeInBoundedFramesBackToBackUnderBackpressure) {
+TEST_P(NodeStream, BigLogsComeInBoundedFramesBackToBackUnderBackpressure) {
   start({"sh", "-c",
          "i=0; while [ $i -lt 2000 ]; do echo \"line $i of a long log that goes on\"; i=$((i+1)); done"});
   std::this_thread::sleep_for(300ms);
   cvs::StreamSet set(8192);  // a tiny pending limit: the pipe is left unread until collected
   // A long interval: only the "no sleep after a full frame" rule can deliver this in time.
-  set.add(stream_request(0, 30.0, 3000));
+  add_stream(set, 0, 30.0, 3000);
   const auto t0 = std::chrono::steady_clock::now();
   auto frames = drain(set);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
@@ -145,10 +159,10 @@ TEST_F(NodeStream, BigLogsComeInBoundedFramesBackToBackUnderBackpressure) {
   EXPECT_EQ(frames.back().state, "exited");
 }
 
-TEST_F(NodeStream, StopLineStopsTheWholeSessionAndTheStreamSaysStopped) {
+TEST_P(NodeStream, StopLineStopsTheWholeSessionAndTheStreamSaysStopped) {
   start({"sh", "-c", "echo started; sleep 300 & sleep 300"});
   cvs::StreamSet set;
-  set.add(stream_request(0, 30.0));  // a long interval: the stop must wake the stream
+  add_stream(set, 0, 30.0);  // a long interval: the stop must wake the stream
   cvs::StreamUpdate first;
   for (int i = 0; i < 50 && first.frames.empty(); ++i) first = set.collect(100ms).at(0);
   ASSERT_FALSE(first.frames.empty());
@@ -164,10 +178,10 @@ TEST_F(NodeStream, StopLineStopsTheWholeSessionAndTheStreamSaysStopped) {
   EXPECT_EQ(session_left(), "") << "no live process of the session survives";
 }
 
-TEST_F(NodeStream, EndOfInputEndsTheStreamButNeverTheRun) {
+TEST_P(NodeStream, EndOfInputEndsTheStreamButNeverTheRun) {
   start({"sh", "-c", "sleep 300"});
   cvs::StreamSet set;
-  set.add(stream_request(0, 0.2));
+  add_stream(set, 0, 0.2);
   set.collect(500ms);
   set.close_input(0);
   cvs::StreamUpdate last;
@@ -176,10 +190,10 @@ TEST_F(NodeStream, EndOfInputEndsTheStreamButNeverTheRun) {
   EXPECT_NE(session_left(), "") << "a lost controller must not stop a training run";
 }
 
-TEST_F(NodeStream, AKilledRunIsGone) {
+TEST_P(NodeStream, AKilledRunIsGone) {
   start({"sh", "-c", "sleep 300"});
   cvs::StreamSet set;
-  set.add(stream_request(0, 0.2));
+  add_stream(set, 0, 0.2);
   set.collect(500ms);
   std::string sid;
   std::ifstream(pid) >> sid;
@@ -190,12 +204,12 @@ TEST_F(NodeStream, AKilledRunIsGone) {
   EXPECT_EQ(frames.back().state, "gone") << "no exit code was written: killed";
 }
 
-TEST_F(NodeStream, AStopThatFindsTheRunAlreadyDeadKeepsItGoneNotStopped) {
+TEST_P(NodeStream, AStopThatFindsTheRunAlreadyDeadKeepsItGoneNotStopped) {
   // The launcher stops every node when a peer reports errors; a node that died first must still
   // say "gone" so that the verdict names it as the cause.
   start({"sh", "-c", "sleep 300"});
   cvs::StreamSet set;
-  set.add(stream_request(0, 30.0));  // the stream would not look again for 30 s by itself
+  add_stream(set, 0, 30.0);  // the stream would not look again for 30 s by itself
   set.collect(500ms);
   std::string sid;
   std::ifstream(pid) >> sid;
@@ -211,10 +225,10 @@ TEST_F(NodeStream, AStopThatFindsTheRunAlreadyDeadKeepsItGoneNotStopped) {
   EXPECT_FALSE(fs::exists(pid + ".stopped"));
 }
 
-TEST_F(NodeStream, ATruncatedLogShowsAsASizeBelowWhatWasDelivered) {
+TEST_P(NodeStream, ATruncatedLogShowsAsASizeBelowWhatWasDelivered) {
   start({"sh", "-c", "echo a-long-first-line; sleep 300"});
   cvs::StreamSet set;
-  set.add(stream_request(0, 0.2));
+  add_stream(set, 0, 0.2);
   std::string got;
   for (int i = 0; i < 20 && got.empty(); ++i) got += data_of(set.collect(200ms).at(0).frames);
   ASSERT_EQ(got, "a-long-first-line\n");
@@ -227,7 +241,7 @@ TEST_F(NodeStream, ATruncatedLogShowsAsASizeBelowWhatWasDelivered) {
   EXPECT_EQ(seen, 2) << "the launcher compares this with its offset (18) and fails the run";
 }
 
-TEST_F(NodeStream, AStreamThatCannotStartOrDiesIsReportedNotHung) {
+TEST(StreamSet, AStreamThatCannotStartOrDiesIsReportedNotHung) {
   cvs::StreamSet set;
   set.add({{"cvs-no-such-program"}, 10s, "n0"});
   set.add(
@@ -242,7 +256,7 @@ TEST_F(NodeStream, AStreamThatCannotStartOrDiesIsReportedNotHung) {
   EXPECT_FALSE(set.send(1, "stop")) << "nothing to write to";
 }
 
-TEST_F(NodeStream, ManyStreamsOnOneLoop) {
+TEST_P(NodeStream, ManyStreamsOnOneLoop) {
   // 64 runs and 64 streams read on one thread; every run's bytes arrive in full.
   const int n = 64;
   std::vector<std::string> logs, rcs, pids;
@@ -259,8 +273,7 @@ TEST_F(NodeStream, ManyStreamsOnOneLoop) {
   }
   for (const auto& res : cvs::run_all(starts)) ASSERT_TRUE(res.ok()) << res.describe();
   cvs::StreamSet set;
-  for (int r = 0; r < n; ++r)
-    set.add({cvs::agent::stream(logs[r], rcs[r], pids[r], 0, 0.2, 1 << 20, 1), 30s, "n"});
+  for (int r = 0; r < n; ++r) add_stream_for(set, logs[r], rcs[r], pids[r], 0, 0.2, 1 << 20);
   std::vector<std::string> data(n);
   std::vector<std::string> state(n);
   for (int i = 0; i < 150; ++i) {
@@ -280,3 +293,6 @@ TEST_F(NodeStream, ManyStreamsOnOneLoop) {
     EXPECT_EQ(state[r], "exited");
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Kinds, NodeStream, ::testing::Values("sh", "in_process"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
