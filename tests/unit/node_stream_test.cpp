@@ -110,9 +110,18 @@ class NodeStream : public ::testing::TestWithParam<std::string> {
     return s;
   }
   std::string session_left() {
+    return cvs::test::run_command("ps -o stat= -s " + session_id() + " | grep -v '^Z' || true").out;
+  }
+  std::string session_id() {
     std::string sid;
     std::ifstream(pid) >> sid;
-    return cvs::test::run_command("ps -o stat= -s " + sid + " | grep -v '^Z' || true").out;
+    return sid;
+  }
+  // KILL to the run's whole session from outside, as an OOM killer or an operator would.
+  void kill_session() {
+    const auto sid = session_id();
+    ASSERT_GT(std::stoi(sid), 1);
+    cvs::test::run_command("kill -KILL -" + sid);  // dash: no "--"
   }
   fs::path dir;
   std::string log, rc, pid;
@@ -195,10 +204,7 @@ TEST_P(NodeStream, AKilledRunIsGone) {
   cvs::StreamSet set;
   add_stream(set, 0, 0.2);
   set.collect(500ms);
-  std::string sid;
-  std::ifstream(pid) >> sid;
-  ASSERT_GT(std::stoi(sid), 1);
-  cvs::test::run_command("kill -KILL -" + sid);  // dash: no "--"
+  ASSERT_NO_FATAL_FAILURE(kill_session());
   auto frames = drain(set);
   ASSERT_FALSE(frames.empty());
   EXPECT_EQ(frames.back().state, "gone") << "no exit code was written: killed";
@@ -211,10 +217,7 @@ TEST_P(NodeStream, AStopThatFindsTheRunAlreadyDeadKeepsItGoneNotStopped) {
   cvs::StreamSet set;
   add_stream(set, 0, 30.0);  // the stream would not look again for 30 s by itself
   set.collect(500ms);
-  std::string sid;
-  std::ifstream(pid) >> sid;
-  ASSERT_GT(std::stoi(sid), 1);
-  cvs::test::run_command("kill -KILL -" + sid);  // dash: no "--"
+  ASSERT_NO_FATAL_FAILURE(kill_session());
   std::this_thread::sleep_for(200ms);
   ASSERT_TRUE(set.send(0, "stop"));
   const auto t0 = std::chrono::steady_clock::now();
