@@ -133,6 +133,32 @@ TEST_F(LauncherE2E, AKilledNodeIsDetectedAndTheOthersStopped) {
   EXPECT_TRUE(session_gone(root / "LOGS/jaxmaxtext/kill/node-0/pid")) << "the surviving node was stopped";
 }
 
+TEST_F(LauncherE2E, ADroppedLogStreamIsRestartedFromItsByteAndTheRunCompletes) {
+  // As when an ssh connection drops: the node's stream dies, the training does not. The stream
+  // is restarted from the byte the suite reached; the copy of the log has no gap and no repeat.
+  auto c = config(base);
+  auto cl = cvs::default_cluster();
+  cvs::Launcher l(c, cl, fast());
+  ASSERT_TRUE(l.setup().empty());
+  const auto log = root / "LOGS/jaxmaxtext/drop/node-0/training.log";
+  bool dropped = false;
+  auto o = l.run(request(c, "drop", 12), [&](const cvs::Progress& p) {
+    if (!dropped && p.step >= 1)
+      dropped =
+          cvs::run_one({{"pkill", "-KILL", "-f", "cvs-stream " + log.string()}, std::chrono::seconds(5), ""})
+              .ok();  // pkill exits 0 when it signalled something
+  });
+  ASSERT_TRUE(dropped);
+  ASSERT_TRUE(o.ok) << o.failure;
+  EXPECT_EQ(o.nodes[0].scan.steps.size(), 12u);
+  std::ifstream a(log, std::ios::binary), b(o.nodes[0].local_log, std::ios::binary);
+  const std::string node_log((std::istreambuf_iterator<char>(a)), {}),
+      copy((std::istreambuf_iterator<char>(b)), {});
+  EXPECT_GT(node_log.size(), 1000u);
+  EXPECT_TRUE(node_log == copy) << "the copy (" << copy.size() << " bytes) differs from the node's log ("
+                                << node_log.size() << " bytes)";
+}
+
 TEST_F(LauncherE2E, ThePollBudgetStopsAHungRun) {
   auto c = config(base);
   auto cl = cvs::default_cluster();
