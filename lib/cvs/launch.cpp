@@ -296,8 +296,9 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     scanners[r] = std::make_unique<LogScanner>(cfg_.error_patterns);
   }
 
-  // 1. The MaxText YAML on every node (one file per rank: nodes may share a filesystem).
-  {
+  // 1. The MaxText YAML on every node (one file per rank: nodes may share a filesystem). Under
+  //    Slurm it is written by a step on the node; elsewhere by the start program of step 2.
+  if (cluster_.is_slurm()) {
     std::vector<std::vector<std::string>> writes(n);
     for (std::size_t r = 0; r < n; ++r)
       writes[r] = runtime_->exec_argv(agent::write_file(yamls[r], yaml, false), {});
@@ -316,7 +317,9 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
         train = transport_.wrap(cluster_.nodes[r], runtime_->exec_argv(train, node_env(r)));
       else
         envs[r] = node_env(r);
-      per_node[r] = agent::start_detached(logs[r], rcs[r], pids[r], train);
+      per_node[r] = agent::start_detached(
+          logs[r], rcs[r], pids[r], train,
+          cluster_.is_slurm() ? std::nullopt : std::optional<agent::FileToWrite>({yamls[r], yaml}));
     }
     spdlog::info("[{}] starting {} on {} node(s): {}", req.label, req.run_name, n, rdir);
     auto rs = agent_fan_out(per_node, std::chrono::seconds(120), envs);

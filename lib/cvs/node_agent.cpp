@@ -30,12 +30,16 @@ std::vector<std::string> write_file(const std::string& path, const std::string& 
 }
 
 std::vector<std::string> start_detached(const std::string& log, const std::string& rc_file,
-                                        const std::string& pid_file, const std::vector<std::string>& argv) {
+                                        const std::string& pid_file, const std::vector<std::string>& argv,
+                                        const std::optional<FileToWrite>& file) {
   std::vector<std::string> v = {
       "sh",
       "-c",
-      "log=$1; rcf=$2; pidf=$3; shift 3; "
+      "log=$1; rcf=$2; pidf=$3; f=$4; fc=$5; shift 5; "
       "if [ -e \"$log\" ]; then echo \"cvs: refusing to append to existing log $log\" >&2; exit 17; fi; "
+      "if [ -n \"$f\" ]; then if [ -e \"$f\" ]; then echo \"cvs: refusing to overwrite $f\" >&2; exit 17; "
+      "fi; "
+      "d=${f%/*}; mkdir -p \"${d:-/}\" && printf '%s' \"$fc\" > \"$f\" || exit 18; fi; "
       "a=${log%/*}; b=${rcf%/*}; c=${pidf%/*}; mkdir -p \"${a:-/}\" \"${b:-/}\" \"${c:-/}\" || exit 18; "
       "rm -f \"$rcf\"; "
       "setsid sh -c 'rcf=$1; shift; \"$@\"; echo $? > \"$rcf\"' cvs-run \"$rcf\" \"$@\" > \"$log\" 2>&1 < "
@@ -44,7 +48,9 @@ std::vector<std::string> start_detached(const std::string& log, const std::strin
       "cvs-start",
       log,
       rc_file,
-      pid_file};
+      pid_file,
+      file ? file->path : "",
+      file ? file->content : ""};
   v.insert(v.end(), argv.begin(), argv.end());
   return v;
 }

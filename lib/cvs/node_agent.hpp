@@ -14,9 +14,14 @@ std::vector<std::string> write_file(const std::string& path, const std::string& 
 
 // Starts argv detached in its own session with stdout+stderr to `log`; records the exit code in
 // `rc_file` and the session id in `pid_file`. Refuses (exit 17) when `log` already exists: a new
-// run never appends to an old log.
+// run never appends to an old log. With `file` set, first writes file->path (as write_file,
+// never overwriting): the run's config and its start in one process per node.
+struct FileToWrite {
+  std::string path, content;
+};
 std::vector<std::string> start_detached(const std::string& log, const std::string& rc_file,
-                                        const std::string& pid_file, const std::vector<std::string>& argv);
+                                        const std::string& pid_file, const std::vector<std::string>& argv,
+                                        const std::optional<FileToWrite>& file = std::nullopt);
 
 // The log stream of one node: a long-lived program that pushes, every `interval_s`, one frame
 // "CVS-FRAME <size> <n> <state>\n" followed by exactly n bytes of the log after what it already

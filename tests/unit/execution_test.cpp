@@ -270,6 +270,27 @@ TEST_F(NodeAgent, StartRecordsTheExitCodeAndStopKillsTheWholeSession) {
   EXPECT_FALSE(fs::exists(dir / "rc2")) << "killed: no exit code recorded";
 }
 
+TEST_F(NodeAgent, StartWritesTheRunConfigFirstAndNeverOverwritesOne) {
+  const auto cfg = (dir / "tmp/run/node-0/maxtext.yml").string();
+  const std::string content = "run_name: \"it's `x` $HOME\"\n";
+  const auto log = (dir / "run/node-0/training.log").string();
+  ASSERT_TRUE(run(cvs::agent::start_detached(log, (dir / "run/rc").string(), (dir / "run/pid").string(),
+                                             {"cat", cfg}, cvs::agent::FileToWrite{cfg, content}))
+                  .ok());
+  for (int i = 0; i < 50 && !fs::exists(dir / "run/rc"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(cvs::test::read_file(cfg), content);
+  EXPECT_EQ(cvs::test::read_file(log), content) << "the run saw the file";
+
+  const auto log2 = (dir / "run2/training.log").string();
+  auto r = run(cvs::agent::start_detached(log2, (dir / "run2/rc").string(), (dir / "run2/pid").string(),
+                                          {"true"}, cvs::agent::FileToWrite{cfg, "new"}));
+  EXPECT_EQ(r.exit_code, 17);
+  EXPECT_NE(r.err.find("refusing to overwrite"), std::string::npos) << r.err;
+  EXPECT_EQ(cvs::test::read_file(cfg), content);
+  EXPECT_FALSE(fs::exists(log2)) << "nothing started";
+}
+
 TEST_F(NodeAgent, WriteFileKeepsQuotesAndRefusesOverwrite) {
   const auto p = (dir / "a b/x.yml").string();
   const std::string content = "model_name: \"it's $HOME `x`\"\n";
