@@ -440,6 +440,8 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
   // usually explains the collective errors its peers print right after. Evaluated again after a
   // stop, when every stream has sent its last frame: a node that died just before its peers
   // reported errors is named first even if its own frame came later.
+  std::vector<std::size_t> nan_checked(n, 0);
+  std::vector<std::string> nan_seen(n);
   auto verdict = [&]() -> std::string {
     std::vector<std::string> dead, errors;
     if (!shrank.empty()) dead.push_back(shrank);
@@ -469,12 +471,14 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
       } else if (sr.abort) {
         errors.push_back(no.node + ": MaxText aborted training on a " + *sr.abort + " loss");
       } else {
-        for (const auto& st : sr.steps)
-          if (!std::isfinite(st.loss)) {
-            errors.push_back(no.node + ": non-finite loss (" + std::to_string(st.loss) + ") at step " +
-                             std::to_string(st.step));
-            break;
-          }
+        // Each step is looked at once: the verdict runs four times per interval on every node.
+        for (; nan_checked[r] < sr.steps.size() && nan_seen[r].empty(); ++nan_checked[r]) {
+          const auto& st = sr.steps[nan_checked[r]];
+          if (!std::isfinite(st.loss))
+            nan_seen[r] = no.node + ": non-finite loss (" + std::to_string(st.loss) + ") at step " +
+                          std::to_string(st.step);
+        }
+        if (!nan_seen[r].empty()) errors.push_back(nan_seen[r]);
       }
     }
     std::string failure;
