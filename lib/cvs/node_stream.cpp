@@ -5,8 +5,11 @@
 #include <mutex>
 #include <utility>  // before Boost 1.74 asio: its awaitable.hpp uses std::exchange unincluded
 
+#include <unistd.h>
+
 #include <boost/asio.hpp>
 #include <boost/process.hpp>
+#include <boost/process/extend.hpp>
 #include <stdexcept>
 #include <thread>
 
@@ -79,6 +82,15 @@ std::vector<StreamFrame> FrameParser::feed(std::string_view bytes) {
 }
 
 namespace {
+
+// A stream runs in a process group of its own: a terminal's Ctrl-C reaches the suite, which
+// stops the run through the streams, and not the streams themselves (which would die mid-stop).
+struct OwnProcessGroup : bp::extend::handler {
+  template <class Executor>
+  void on_exec_setup(Executor&) const {
+    ::setpgid(0, 0);
+  }
+};
 
 struct Stream {
   explicit Stream(asio::io_context& io) : out(io), err(io), in(io) {}
@@ -159,7 +171,7 @@ struct StreamSet::Impl {
     std::error_code ec;
     try {
       s->child = std::make_unique<bp::child>(exe, bp::args(args), bp::std_out > s->out, bp::std_err > s->err,
-                                             bp::std_in < s->in, io,
+                                             bp::std_in < s->in, io, OwnProcessGroup{},
                                              bp::on_exit([s](int code, const std::error_code&) {
                                                s->exited = true;
                                                s->pending.exit_code = code;

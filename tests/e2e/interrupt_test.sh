@@ -2,13 +2,18 @@
 # Ctrl-C during a real training run: the suite stops every node, skips what is left, writes its
 # report with the reason, tears down, and exits non-zero; no training process survives.
 #   interrupt_test.sh SUITE_BINARY CONFIG OUT_DIR [CLUSTER_FILE]
+# CVS_INTERRUPT_GROUP=1 sends SIGINT to the suite's whole process group, as a terminal's Ctrl-C
+# does: the suite's own children (the node streams) die with it and the stop must still happen.
 set -euo pipefail
 suite=$1; config=$2; out=$3
 cluster=()
 [[ -n "${4:-}" ]] && cluster=(--cluster "$4")
 rm -rf "$out"; mkdir -p "$out"
 fail() { echo "FAIL: $*"; sed -n '1,200p' "$out/suite.log" || true; exit 1; }
-"$suite" --config "$config" "${cluster[@]}" --output "$out/session" --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 30 \
+group=${CVS_INTERRUPT_GROUP:-0}
+launch=()
+((group)) && launch=(setsid)  # its own process group, so that the group signal spares this script
+"${launch[@]}" "$suite" --config "$config" "${cluster[@]}" --output "$out/session" --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 30 \
   --gtest_filter='test_setup*:sweep/test_training_run*' >"$out/suite.log" 2>&1 &
 pid=$!
 log=""
@@ -18,7 +23,7 @@ for _ in $(seq 240); do
   sleep 0.5
 done
 [[ -n "$log" ]] || { kill -9 "$pid" 2>/dev/null; fail "training never started"; }
-kill -INT "$pid"
+if ((group)); then kill -INT -- "-$pid"; else kill -INT "$pid"; fi
 rc=0
 timeout 120 tail --pid="$pid" -f /dev/null || fail "the suite did not exit within 120 s of Ctrl-C"
 wait "$pid" || rc=$?

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -242,6 +243,17 @@ TEST_P(NodeStream, ATruncatedLogShowsAsASizeBelowWhatWasDelivered) {
     for (const auto& f : u.at(0).frames) seen = f.size;
   }
   EXPECT_EQ(seen, 2) << "the launcher compares this with its offset (18) and fails the run";
+}
+
+TEST(StreamSet, StreamsRunInTheirOwnProcessGroupSoATerminalCtrlCSparesThem) {
+  cvs::StreamSet set;
+  set.add({{"sh", "-c", "echo \"pid $$ pgid $(ps -o pgid= -p $$ | tr -d ' ')\" >&2"}, 10s, "n0"});
+  auto u = set.collect(5s).at(0);
+  ASSERT_TRUE(u.ended);
+  unsigned long pid = 0, pgid = 0;
+  ASSERT_EQ(std::sscanf(u.err_tail.c_str(), "pid %lu pgid %lu", &pid, &pgid), 2) << u.err_tail;
+  EXPECT_EQ(pid, pgid) << "the stream leads its own group";
+  EXPECT_NE(static_cast<pid_t>(pgid), ::getpgrp());
 }
 
 TEST(StreamSet, AStreamThatCannotStartOrDiesIsReportedNotHung) {
