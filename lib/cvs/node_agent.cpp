@@ -72,13 +72,17 @@ std::vector<std::string> stream(const std::string& log, const std::string& rc_fi
           "( while read -r cmd <&4; do case $cmd in stop) : > \"$pidf.stopping\"; run_pid; a=0; "
           "if [ \"$p\" -gt 1 ]; then if alive \"$p\"; then a=1; fi; "
           "if kill -TERM \"-$p\" 2>/dev/null; then i=0; "
-          "while alive \"$p\" && [ $i -lt $((grace * 5)) ]; do sleep 0.2; i=$((i + 1)); done; "
+          "while alive \"$p\" && [ $i -lt $((grace * 5)) ]; do sleep 0.2 </dev/null >/dev/null 2>&1 4<&-; "
+          "i=$((i + 1)); done; "
           "kill -KILL \"-$p\" 2>/dev/null; fi; fi; "
           // Only a run that was alive is "stopped"; one already dead stays gone (or exited).
           "if [ $a = 1 ]; then : > \"$pidf.stopped\"; else rm -f \"$pidf.stopping\"; fi; kill -USR1 $$;; "
           "esac; done; "
           "kill $$ 2>/dev/null ) & "
-          "rpid=$!; trap 'kill $rpid 2>/dev/null' EXIT; woke=0; trap 'woke=1' USR1; "
+          // A signal ends the loop through EXIT, which takes the reader along: never a reader left
+          // holding the stream open without its loop.
+          "rpid=$!; trap 'kill $rpid 2>/dev/null' EXIT; trap 'exit 1' INT TERM HUP; woke=0; trap 'woke=1' "
+          "USR1; "
           "while :; do "
           "if [ -s \"$rcf\" ]; then read -r rc < \"$rcf\"; st=\"exited $rc\"; "
           "elif [ -e \"$pidf.stopped\" ]; then st=stopped; "
@@ -95,7 +99,10 @@ std::vector<std::string> stream(const std::string& log, const std::string& rc_fi
           "head -c \"$n\" <&3; off=$((off + n)); fi; "
           "case $st in running) ;; *) if [ \"$off\" -ge \"$size\" ]; then exit 0; fi;; esac; "
           // A USR1 that came while busy skips the sleep; one that comes during it ends the wait.
-          "if [ \"$n\" -lt \"$max\" ] && [ $woke = 0 ]; then sleep \"$iv\" & s=$!; [ $woke = 0 ] && wait $s; "
+          // The sleeps hold none of the stream's pipes or files: the stream ends when its loop does.
+          "if [ \"$n\" -lt \"$max\" ] && [ $woke = 0 ]; then sleep \"$iv\" </dev/null >/dev/null 2>&1 3<&- "
+          "4<&- & s=$!; "
+          "[ $woke = 0 ] && wait $s; "
           "kill $s 2>/dev/null; fi; "
           "woke=0; "
           "done",

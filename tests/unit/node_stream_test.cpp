@@ -256,6 +256,24 @@ TEST(StreamSet, StreamsRunInTheirOwnProcessGroupSoATerminalCtrlCSparesThem) {
   EXPECT_NE(static_cast<pid_t>(pgid), ::getpgrp());
 }
 
+TEST_P(NodeStream, AStreamWhoseLoopIsSignalledEndsWholeAndLeavesTheRunAlone) {
+  if (GetParam() != "sh") GTEST_SKIP() << "only the sh program has a loop process to signal";
+  start({"sh", "-c", "sleep 300"});
+  cvs::StreamSet set;
+  add_stream(set, 0, 30.0);
+  for (int i = 0; i < 50 && set.collect(100ms).at(0).frames.empty(); ++i) {
+  }
+  // TERM to the stream's loop only (as an OOM killer or an operator might): its stop reader
+  // must not survive holding the pipes, or the suite would wait on a silent stream.
+  const auto t0 = std::chrono::steady_clock::now();
+  cvs::test::run_command("pkill -TERM -o -f 'cvs-stream " + log + "'");
+  cvs::StreamUpdate last;
+  drain(set, &last);
+  EXPECT_TRUE(last.ended);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "not held open by the reader or a 30 s sleep";
+  EXPECT_NE(session_left(), "") << "the run itself is untouched";
+}
+
 TEST(StreamSet, AStreamThatCannotStartOrDiesIsReportedNotHung) {
   cvs::StreamSet set;
   set.add({{"cvs-no-such-program"}, 10s, "n0"});
