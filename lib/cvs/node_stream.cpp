@@ -92,8 +92,9 @@ struct OwnProcessGroup : bp::extend::handler {
   }
 };
 
-struct Stream {
-  explicit Stream(asio::io_context& io) : out(io), err(io), in(io) {}
+// The pipes and the child of a process stream (an in-process stream has none).
+struct ProcessIo {
+  explicit ProcessIo(asio::io_context& io) : out(io), err(io), in(io) {}
   bp::async_pipe out;
   bp::async_pipe err;
   bp::async_pipe in;
@@ -101,19 +102,23 @@ struct Stream {
   std::array<char, 65536> obuf{};
   std::array<char, 4096> ebuf{};
   FrameParser parser;
-  StreamUpdate pending;
-  std::size_t pending_bytes = 0;
   bool reading = false;  // a read of `out` is armed
   bool out_eof = false, err_eof = false, exited = false;
+};
+
+struct Stream {
+  std::unique_ptr<ProcessIo> proc;        // a process stream...
+  std::unique_ptr<LocalLogStream> local;  // ...or an in-process one
+  StreamUpdate pending;
+  std::size_t pending_bytes = 0;
   Clock::time_point last_frame = Clock::now();
-  std::unique_ptr<LocalLogStream> local;  // in-process instead of a process
   bool ended() const {
     if (local) return local->ended();
-    return !pending.spawn_error.empty() || (out_eof && err_eof && exited);
+    return !pending.spawn_error.empty() || (proc && proc->out_eof && proc->err_eof && proc->exited);
   }
 };
 
-std::string last_lines(std::string s, std::size_t max_chars) {
+std::string keep_tail(std::string s, std::size_t max_chars) {
   if (s.size() > max_chars) s.erase(0, s.size() - max_chars);
   return s;
 }
@@ -126,57 +131,56 @@ struct StreamSet::Impl {
   std::vector<std::shared_ptr<Stream>> streams;
 
   void read_out(const std::shared_ptr<Stream>& s) {
-    s->reading = true;
-    s->out.async_read_some(asio::buffer(s->obuf),
-                           [this, s](const boost::system::error_code& e, std::size_t n) {
-                             s->reading = false;
-                             if (n > 0) {
-                               for (auto& f : s->parser.feed(std::string_view(s->obuf.data(), n))) {
-                                 s->pending_bytes += f.data.size();
-                                 s->pending.frames.push_back(std::move(f));
-                                 s->last_frame = Clock::now();
-                               }
-                               if (!s->parser.error().empty()) s->pending.framing_error = s->parser.error();
-                             }
-                             if (e) {
-                               s->out_eof = true;
-                               return;
-                             }
-                             if (s->pending_bytes < max_pending) read_out(s);
-                           });
+    auto& p = *s->proc;
+    p.reading = true;
+    p.out.async_read_some(asio::buffer(p.obuf), [this, s](const boost::system::error_code& e, std::size_t n) {
+      auto& p = *s->proc;
+      p.reading = false;
+      if (n > 0) {
+        for (auto& f : p.parser.feed(std::string_view(p.obuf.data(), n))) {
+          s->pending_bytes += f.data.size();
+          s->pending.frames.push_back(std::move(f));
+          s->last_frame = Clock::now();
+        }
+        if (!p.parser.error().empty()) s->pending.framing_error = p.parser.error();
+      }
+      if (e) {
+        p.out_eof = true;
+        return;
+      }
+      if (s->pending_bytes < max_pending) read_out(s);
+    });
   }
 
   void read_err(const std::shared_ptr<Stream>& s) {
-    s->err.async_read_some(
-        asio::buffer(s->ebuf), [this, s](const boost::system::error_code& e, std::size_t n) {
-          if (n > 0)
-            s->pending.err_tail = last_lines(s->pending.err_tail + std::string(s->ebuf.data(), n), 4096);
-          if (e) {
-            s->err_eof = true;
-            return;
-          }
-          read_err(s);
-        });
+    auto& p = *s->proc;
+    p.err.async_read_some(asio::buffer(p.ebuf), [this, s](const boost::system::error_code& e, std::size_t n) {
+      auto& p = *s->proc;
+      if (n > 0) s->pending.err_tail = keep_tail(s->pending.err_tail + std::string(p.ebuf.data(), n), 4096);
+      if (e) {
+        p.err_eof = true;
+        return;
+      }
+      read_err(s);
+    });
   }
 
   std::shared_ptr<Stream> spawn(const ProcRequest& req) {
-    auto s = std::make_shared<Stream>(io);
-    boost::filesystem::path exe = req.argv.empty() ? "" : req.argv[0];
-    if (!exe.empty() && exe.filename() == exe) exe = bp::search_path(req.argv[0]);
-    if (exe.empty()) {
-      s->pending.spawn_error = req.argv.empty() ? "empty command" : "'" + req.argv[0] + "' not found on PATH";
-      return s;
-    }
+    auto s = std::make_shared<Stream>();
+    std::string exe = find_program(req.argv, s->pending.spawn_error);
+    if (exe.empty()) return s;
+    s->proc = std::make_unique<ProcessIo>(io);
+    auto& p = *s->proc;
     std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
     std::error_code ec;
     try {
-      s->child = std::make_unique<bp::child>(exe, bp::args(args), bp::std_out > s->out, bp::std_err > s->err,
-                                             bp::std_in < s->in, io, OwnProcessGroup{},
-                                             bp::on_exit([s](int code, const std::error_code&) {
-                                               s->exited = true;
-                                               s->pending.exit_code = code;
-                                             }),
-                                             ec);
+      p.child = std::make_unique<bp::child>(exe, bp::args(args), bp::std_out > p.out, bp::std_err > p.err,
+                                            bp::std_in < p.in, io, OwnProcessGroup{},
+                                            bp::on_exit([s](int code, const std::error_code&) {
+                                              s->proc->exited = true;
+                                              s->pending.exit_code = code;
+                                            }),
+                                            ec);
     } catch (const std::exception& e) {
       s->pending.spawn_error = e.what();
       return s;
@@ -203,9 +207,11 @@ struct StreamSet::Impl {
   }
 
   static void kill(Stream& s) {
+    if (!s.proc) return;
+    auto& p = *s.proc;
     std::error_code ec;
-    if (s.in.is_open()) s.in.close();
-    if (s.child && !s.exited && s.child->running(ec)) s.child->terminate(ec);
+    if (p.in.is_open()) p.in.close();
+    if (p.child && !p.exited && p.child->running(ec)) p.child->terminate(ec);
   }
 };
 
@@ -228,7 +234,7 @@ std::size_t StreamSet::add(const ProcRequest& request) {
 }
 
 std::size_t StreamSet::add_local(const LocalStreamSpec& spec) {
-  auto s = std::make_shared<Stream>(impl_->io);
+  auto s = std::make_shared<Stream>();
   s->local = std::make_unique<LocalLogStream>(spec);
   s->pending.exit_code = 0;
   impl_->streams.push_back(std::move(s));
@@ -249,16 +255,16 @@ bool StreamSet::send(std::size_t i, const std::string& line) {
     s.local->stop();
     return true;
   }
-  if (!s.in.is_open() || s.ended()) return false;
+  if (!s.proc || !s.proc->in.is_open() || s.ended()) return false;
   boost::system::error_code ec;
-  asio::write(s.in, asio::buffer(line + "\n"), ec);
+  asio::write(s.proc->in, asio::buffer(line + "\n"), ec);
   return !ec;
 }
 
 void StreamSet::close_input(std::size_t i) {
   auto& s = *impl_->streams.at(i);
   if (s.local) s.local->abandon();
-  if (s.in.is_open()) s.in.close();
+  if (s.proc && s.proc->in.is_open()) s.proc->in.close();
 }
 
 bool StreamSet::ended(std::size_t i) const {
@@ -300,7 +306,8 @@ std::vector<StreamUpdate> StreamSet::collect(std::chrono::milliseconds wait) {
     s->pending_bytes = 0;
     u.ended = s->ended();
     u.silent_s = std::chrono::duration<double>(now - s->last_frame).count();
-    if (!s->reading && !s->out_eof && s->child) impl_->read_out(s);  // resume after backpressure
+    if (s->proc && s->proc->child && !s->proc->reading && !s->proc->out_eof)
+      impl_->read_out(s);  // resume after backpressure
     out.push_back(std::move(u));
   }
   return out;

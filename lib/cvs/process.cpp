@@ -100,18 +100,10 @@ class Runner {
     const auto& req = reqs_[i];
     auto& res = results_[i];
     res.label = req.label;
-    if (req.argv.empty()) {
-      res.spawn_error = "empty command";
-      return;
-    }
+    const std::string exe = find_program(req.argv, res.spawn_error);
+    if (exe.empty()) return;
     auto slot = std::make_shared<Slot>(io_, req, res);
     slot->start = std::chrono::steady_clock::now();
-    boost::filesystem::path exe = req.argv[0];
-    if (exe.filename() == exe) exe = bp::search_path(req.argv[0]);
-    if (exe.empty()) {
-      res.spawn_error = "'" + req.argv[0] + "' not found on PATH";
-      return;
-    }
     std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
     std::error_code ec;
     try {
@@ -178,6 +170,17 @@ class Runner {
 };
 
 }  // namespace
+
+std::string find_program(const std::vector<std::string>& argv, std::string& error) {
+  if (argv.empty()) {
+    error = "empty command";
+    return "";
+  }
+  boost::filesystem::path exe = argv[0];
+  if (exe.filename() == exe) exe = bp::search_path(argv[0]);
+  if (exe.empty()) error = "'" + argv[0] + "' not found on PATH";
+  return exe.string();
+}
 
 std::vector<ProcResult> run_all(const std::vector<ProcRequest>& requests, std::size_t max_in_flight) {
   std::vector<ProcResult> results(requests.size());

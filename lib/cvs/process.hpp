@@ -30,6 +30,10 @@ struct ProcResult {
   std::string describe() const;
 };
 
+// The executable argv[0] names (looked up on PATH when it has no '/'); empty, with `error` set,
+// when there is none.
+std::string find_program(const std::vector<std::string>& argv, std::string& error);
+
 // Runs every request concurrently (at most max_in_flight at once) and returns results in
 // request order. Never throws for a failing command: failures are data in ProcResult.
 std::vector<ProcResult> run_all(const std::vector<ProcRequest>& requests, std::size_t max_in_flight = 256);
