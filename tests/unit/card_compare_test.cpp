@@ -27,13 +27,11 @@ std::string kind(const J& v) {
   return "bool";
 }
 
-// The peer's record: every entry of the shared Megatron-Bridge cards file.
+// The peer's record: a subset of the shared Megatron-Bridge cards file, kept in the repo with
+// every (key, JSON type) pair the full file uses.
 std::vector<J> shared_entries() {
-  const fs::path p =
-      fs::path(CVS_SOURCE_ROOT) / ".." / "shared" / "spec" / "megatron-bridge-model-verification-cards.json";
-  std::vector<J> v;
-  if (!fs::exists(p)) return v;
-  const J doc = cvs::test::read_json(p);  // keep it alive: ranging over a temporary's member dangles
+  const J doc = cvs::test::read_json(cvs::test::data("cards/megatron_bridge_cards_subset.json"));
+  std::vector<J> v;  // keep doc alive: ranging over a temporary's member dangles
   for (const auto& m : doc["models"])
     for (const auto& e : m["entries"]) v.push_back(e);
   return v;
@@ -43,8 +41,7 @@ std::vector<J> shared_entries() {
 
 TEST(Card, EntriesHaveTheKeysAndTypesOfTheSharedCards) {
   const auto theirs = shared_entries();
-  ASSERT_FALSE(theirs.empty())
-      << "shared/spec/megatron-bridge-model-verification-cards.json not found beside the repo";
+  ASSERT_FALSE(theirs.empty()) << "tests/data/cards/megatron_bridge_cards_subset.json has no entries";
   const auto card = cvs::make_card(results(), "2026-12-02");
   const auto& ours = card["models"][0]["entries"];
   ASSERT_EQ(ours.size(), 3u) << "two sweeps and the checkpoint_resume entry";
