@@ -23,6 +23,9 @@ constexpr const char* kHelp = R"(suite options (besides gtest's --gtest_filter, 
   --output DIR            report folder (default: cvs-results/<suite>-<UTC time>; never reused)
   --baseline FILE         an earlier results.json: the report gets a comparison section
   --baseline-tolerance-pct P   regression tolerance for --baseline (default 5)
+  --thresholds FILE       threshold file to gate with instead of the config's threshold_json (default:
+                          this machine's calibration from `cvs calibrate` when there is one, else threshold_json)
+  --strict-provenance     fail setup when the run's provenance differs from its calibration's
   --quiet                 no progress lines while training
   --poll-interval-s S     seconds between polls of the node logs (default 5)
   --startup-budget-s S    poll budget = startup + steps x per-step (default 1800)
@@ -59,6 +62,10 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
         opts.baseline = value();
       else if (is("--baseline-tolerance-pct"))
         opts.baseline_tolerance_pct = std::stod(value());
+      else if (is("--thresholds"))
+        opts.thresholds = value();
+      else if (a == "--strict-provenance")
+        opts.strict_provenance = true;
       else if (a == "--quiet")
         opts.quiet = true;
       else if (is("--poll-interval-s"))

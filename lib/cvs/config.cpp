@@ -1,4 +1,5 @@
 #include "cvs/config.hpp"
+#include "cvs/sha256.hpp"
 
 #include <pwd.h>
 #include <re2/re2.h>
@@ -18,6 +19,18 @@ namespace cvs {
 
 std::string to_string(Mode m) {
   return m == Mode::Single ? "single" : "distributed";
+}
+
+std::string to_string(OnInconclusive o) {
+  switch (o) {
+    case OnInconclusive::Fail:
+      return "fail";
+    case OnInconclusive::Pass:
+      return "pass";
+    case OnInconclusive::Extend:
+      return "extend";
+  }
+  return "?";
 }
 
 const std::vector<std::string>& launcher_owned_env() {
@@ -538,6 +551,38 @@ void read_train_params(const OrderedJson& root, Reader& rd, IssueList& issues, T
   }
 }
 
+void read_statistics(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
+  const auto* b = rd.object(root, "statistics", "");
+  if (!b) return;
+  const std::string P = "/statistics";
+  rd.unknown_keys(
+      *b, P,
+      {"confidence", "on_inconclusive", "extend_max_steps", "min_steady_steps", "calibration_min_slack_pct"},
+      "statistics");
+  rd.number(*b, "calibration_min_slack_pct", P, c.statistics.calibration_min_slack_pct, 0.0);
+  rd.integer(*b, "extend_max_steps", P, c.statistics.extend_max_steps, 0);
+  rd.integer(*b, "min_steady_steps", P, c.statistics.min_steady_steps, 4);
+  double conf = c.statistics.confidence;
+  rd.number(*b, "confidence", P, conf);
+  if (!(conf >= 0.5 && conf < 1.0))
+    issues.add(P + "/confidence", "confidence " + std::to_string(conf) + " is outside [0.5, 1)",
+               "use a two-sided confidence such as 0.95 or 0.99");
+  else
+    c.statistics.confidence = conf;
+  std::string on = to_string(c.statistics.on_inconclusive);
+  rd.str(*b, "on_inconclusive", P, on);
+  if (on == "fail")
+    c.statistics.on_inconclusive = OnInconclusive::Fail;
+  else if (on == "pass")
+    c.statistics.on_inconclusive = OnInconclusive::Pass;
+  else if (on == "extend")
+    c.statistics.on_inconclusive = OnInconclusive::Extend;
+  else
+    issues.add(P + "/on_inconclusive", "on_inconclusive '" + on + "' is not fail, pass or extend",
+               "use fail (an INCONCLUSIVE gate fails the test), pass (reported, passes) or extend (run "
+               "speed sweeps until decisive, up to extend_max_steps)");
+}
+
 void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "scaling_baseline", "")) {
     const std::string P = "/scaling_baseline";
@@ -730,10 +775,11 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
 
   SuiteConfig c;
   c.file = file;
+  c.sha256 = sha256_hex(text);
   Reader rd(issues);
   rd.unknown_keys(root, "",
                   {"gpu_name", "gpus_per_node", "threshold_json", "enforce_thresholds", "paths", "container",
-                   "train_params", "scaling_baseline", "convergence", "loss_curve", "smoke",
+                   "train_params", "scaling_baseline", "convergence", "loss_curve", "statistics", "smoke",
                    "checkpoint_resume", "error_patterns", "sweeps", "runs"},
                   "the config root");
 
@@ -786,6 +832,7 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
   read_train_params(root, rd, issues, c.train_params);
   c.error_patterns = default_error_patterns();
   read_blocks(root, rd, issues, c);
+  read_statistics(root, rd, issues, c);
   read_sweeps(root, issues, c);
 
   for (const auto& [k, v] : c.container.env)

@@ -82,6 +82,22 @@ struct LossCurve {
   bool enforce = true;
 };
 
+// How speed metrics are decided on intervals (not a spec block: cvs-maxtext's own).
+// fail: an INCONCLUSIVE gate fails its test; pass: it is reported and passes; extend: speed
+// sweeps run with a step cap, stop once every gate is decisive (early_stop.hpp), and what is
+// still INCONCLUSIVE at the cap fails.
+enum class OnInconclusive { Fail, Pass, Extend };
+std::string to_string(OnInconclusive o);
+struct Statistics {
+  double confidence = 0.95;  // two-sided, of the steady-state intervals
+  OnInconclusive on_inconclusive = OnInconclusive::Fail;
+  long long extend_max_steps = 0;   // extend: the step cap; 0 = 4 x the sweep's steps
+  long long min_steady_steps = 10;  // extend: steady-state steps before the first look
+  // cvs calibrate: the least slack between a calibrated centre and its gate (calibration.hpp).
+  // GPU nodes vary a few % run to run; a shared CPU machine +-30 %.
+  double calibration_min_slack_pct = 15.0;
+};
+
 struct Smoke {
   bool enabled = true;
   int steps = 5;
@@ -115,6 +131,7 @@ struct Sweep {
 
 struct SuiteConfig {
   std::filesystem::path file;  // the config file it was loaded from
+  std::string sha256;          // of the effective config: the file, or the file with the cluster's overrides
   std::string gpu_name;
   int gpus_per_node = 0;
   bool enforce_thresholds = false;
@@ -126,6 +143,7 @@ struct SuiteConfig {
   ScalingBaseline scaling_baseline;
   Convergence convergence;
   LossCurve loss_curve;
+  Statistics statistics;
   Smoke smoke;
   CheckpointResume checkpoint_resume;
   std::vector<ErrorPattern> error_patterns;  // spec defaults when the block is absent

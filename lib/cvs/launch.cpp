@@ -211,6 +211,9 @@ std::vector<std::string> Launcher::setup() {
     std::vector<std::vector<std::string>> per_node(cluster_.nodes.size(), launch);
     check(fan_out(transport_, per_node, timeout), runtime_->name() + " run");
     if (!problems.empty()) return problems;
+    // Provenance: the image's content id as the head's engine resolved it.
+    auto id = run_one({transport_.wrap(cluster_.nodes[0], runtime_->image_id_argv()), timeout, "image id"});
+    if (id.ok()) image_id_ = id.out.substr(0, id.out.find('\n'));
   }
   const auto& tp = cfg_.train_params;
   if (!tp.maxtext_branch.empty()) {
@@ -557,6 +560,20 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
       stop_all();
       finish_scans();
       return fail(verdict());
+    }
+    if (req.stop_when && req.stop_when(scanners[0]->result().steps)) {
+      spdlog::info("[{}] every gate is decisive at step {}: stopping the run early", req.label,
+                   out.nodes[0].last_step.value_or(-1));
+      stop_all();
+      finish_scans();
+      if (const auto late = verdict(); !late.empty()) return fail(late);  // an error in the last bytes
+      out.ok = true;
+      // The stop may come after the head's last step (fast steps): then the run completed.
+      const auto& head = out.nodes[0].scan;
+      out.completed = !head.steps.empty() && head.steps.back().step == final_step;
+      out.stopped_early = !out.completed;
+      out.wall_seconds = elapsed();
+      return out;
     }
     bool all_exited = true;
     for (std::size_t r = 0; r < n; ++r)

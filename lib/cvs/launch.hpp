@@ -47,6 +47,9 @@ struct RunRequest {
   long long steps = 0;         // MaxText steps; the final step line is steps - 1
   std::string attempt;  // sub-directory of the run dir, e.g. "phase2" when a run_name is reused to resume
   std::filesystem::path copy_dir;  // node logs are copied to copy_dir/node-<rank>/training.log
+  // Called on the head's step records while the run trains; true stops every node and the run
+  // ends ok, stopped early (an early-stop rule: every gate decisive).
+  std::function<bool(const std::vector<StepRecord>&)> stop_when;
 };
 
 struct NodeOutcome {
@@ -66,7 +69,8 @@ struct RunOutcome {
   bool completed = false;  // the final step line was seen and every node exited 0
   bool timed_out = false;
   bool interrupted = false;
-  std::string failure;  // one message with node and line, empty when ok
+  bool stopped_early = false;  // stop_when said so: ok, but before the final step
+  std::string failure;         // one message with node and line, empty when ok
   std::optional<ErrorMatch> first_error;
   std::string first_error_node;
   std::vector<NodeOutcome> nodes;  // rank order; nodes[0] is the head (metrics source)
@@ -107,6 +111,8 @@ class Launcher {
   // HF_TOKEN's value is never logged).
   EnvList node_env(std::size_t rank) const;
   const std::string& train_script() const { return train_script_; }
+  // The id of the image the head node's container runs ("" for the local runtime).
+  const std::string& image_id() const { return image_id_; }
   const Runtime& runtime() const { return *runtime_; }
   const Transport& transport() const { return transport_; }
   std::string run_dir(const std::string& run_name) const;
@@ -133,6 +139,7 @@ class Launcher {
   std::unique_ptr<Runtime> runtime_;
   Transport transport_;
   std::string train_script_;
+  std::string image_id_;
   bool launched_ = false;
   bool allocated_ = false;
   std::vector<std::string> pid_files_live_;

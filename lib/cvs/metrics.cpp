@@ -219,6 +219,9 @@ RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vect
                         " not reached by " + (use_eval ? "eval" : "training") + " loss");
     }
   }
+  m.steady = steady_state(steps, ctx.num_nodes * ctx.gpus_per_node, ctx.confidence);
+  if (!m.steady.found) m.notes.push_back(m.steady.why);
+  if (!m.steady.note.empty()) m.notes.push_back(m.steady.note);
   return m;
 }
 

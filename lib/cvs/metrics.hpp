@@ -10,6 +10,7 @@
 
 #include "cvs/config.hpp"
 #include "cvs/maxtext_log.hpp"
+#include "cvs/step_stats.hpp"
 
 namespace cvs {
 
@@ -30,6 +31,7 @@ struct MetricsContext {
   ScalingBaseline scaling_baseline;
   Convergence convergence;
   LossCurve loss_curve;
+  double confidence = 0.95;  // of the steady-state intervals (statistics.confidence)
 };
 
 struct LossPoint {
@@ -45,6 +47,7 @@ struct RunMetrics {
   bool nonfinite_loss = false;           // a NaN/inf loss was seen
   std::optional<long long> first_nonfinite_step;
   std::size_t warmup_dropped = 0;
+  SteadyState steady;              // MSER-5 steady state and the speed metrics' intervals (step_stats.hpp)
   std::vector<std::string> notes;  // why a metric is absent, e.g. "target not reached"
 
   std::optional<double> get(const std::string& name) const;

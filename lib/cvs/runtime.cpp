@@ -36,6 +36,10 @@ std::vector<std::string> ContainerRuntime::teardown_argv() const {
   return {cli_, "rm", "--force", c_.name};
 }
 
+std::vector<std::string> ContainerRuntime::image_id_argv() const {
+  return {cli_, "image", "inspect", "--format", "{{.Id}}", c_.image};
+}
+
 std::vector<std::string> LocalRuntime::exec_argv(const std::vector<std::string>& cmd,
                                                  const EnvList& extra_env) const {
   std::vector<std::string> v = {"env"};

@@ -22,6 +22,9 @@ class Runtime {
                                              const EnvList& extra_env) const = 0;
   // Removes the container; safe to run when it does not exist (empty for local).
   virtual std::vector<std::string> teardown_argv() const = 0;
+  // Prints the id (content digest) of the image the container runs, on the node outside the
+  // container (empty for local).
+  virtual std::vector<std::string> image_id_argv() const { return {}; }
 };
 
 class ContainerRuntime : public Runtime {
@@ -32,6 +35,7 @@ class ContainerRuntime : public Runtime {
   std::vector<std::string> exec_argv(const std::vector<std::string>& cmd,
                                      const EnvList& extra_env) const override;
   std::vector<std::string> teardown_argv() const override;
+  std::vector<std::string> image_id_argv() const override;
 
  private:
   std::string cli_;

@@ -41,6 +41,8 @@ std::string to_string(Outcome o) {
       return "RECORD";
     case Outcome::NA:
       return "N/A";
+    case Outcome::Inconclusive:
+      return "INCONCLUSIVE";
   }
   return "?";
 }
@@ -100,6 +102,10 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
   tf.file = file;
   for (auto c = root.begin(); c != root.end(); ++c) {
     const std::string cptr = pointer_join("", c.key());
+    if (c.key() == "_calibration") {
+      tf.calibration = *c;
+      continue;
+    }
     if (!c.key().empty() && c.key()[0] == '_') {
       tf.comments[c.key()] = c->is_string() ? c->get<std::string>() : c->dump();
       continue;
@@ -206,27 +212,82 @@ ThresholdFile load_thresholds(const std::filesystem::path& file) {
   return parse_thresholds(*text, file);
 }
 
-Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
-                           const std::vector<ThresholdSpec>* cell, bool enforce) {
-  Evaluation e;
-  e.metric = metric;
-  e.actual = run.get(metric);
-  if (cell)
-    for (const auto& s : *cell)
-      if (s.metric == metric) e.spec = s;
-  if (!e.actual) {
-    e.outcome = Outcome::NA;
-    e.message = "not produced by this run";
-    return e;
+bool is_speed_metric(const std::string& metric) {
+  const auto& iv = interval_metric_names();
+  return std::find(iv.begin(), iv.end(), metric) != iv.end() || metric.rfind("last_10_steps_", 0) == 0 ||
+         metric == "scaling_efficiency_pct";
+}
+
+namespace {
+
+// Where the interval [lo, hi] lies against the gate: +1 clears it, -1 wholly fails it, 0 straddles.
+int interval_side(ThresholdKind k, const Interval& i, const ThresholdSpec& s) {
+  switch (k) {
+    case ThresholdKind::Min:
+    case ThresholdKind::MinTokS:
+      return i.lo >= s.value ? 1 : (i.hi < s.value ? -1 : 0);
+    case ThresholdKind::Max:
+    case ThresholdKind::MaxMs:
+      return i.hi <= s.value ? 1 : (i.lo > s.value ? -1 : 0);
+    case ThresholdKind::Within: {
+      const double tol = std::fabs(s.value) * *s.tolerance_pct / 100.0;
+      if (i.lo >= s.value - tol && i.hi <= s.value + tol) return 1;
+      return (i.hi < s.value - tol || i.lo > s.value + tol) ? -1 : 0;
+    }
+    default:
+      return 0;
   }
-  const double a = *e.actual;
-  if (!e.spec) {
-    e.outcome = Outcome::Record;
-    e.message = fmt(a) + (cell ? " (no threshold for this metric in the cell)"
-                               : " (no threshold cell for this sweep key)");
-    return e;
-  }
+}
+
+bool interval_kind(ThresholdKind k) {
+  return k == ThresholdKind::Min || k == ThresholdKind::MinTokS || k == ThresholdKind::Max ||
+         k == ThresholdKind::MaxMs || k == ThresholdKind::Within;
+}
+
+// Decides a speed metric on its steady-state interval (see evaluate_metric).
+void decide_on_interval(Evaluation& e, const RunMetrics& run, bool enforce) {
   const auto& s = *e.spec;
+  auto it = run.steady.intervals.find(e.metric);
+  if (it == run.steady.intervals.end()) {
+    e.outcome = enforce ? Outcome::Inconclusive : Outcome::Record;
+    e.message = fmt(*e.actual) + unit(s.kind) + " against " + to_string(s.kind) + " " + fmt(s.value) +
+                unit(s.kind) + ": no interval to decide on (" +
+                (run.steady.found ? "too few steady-state steps" : run.steady.why) + ")";
+    return;
+  }
+  const Interval& i = it->second;
+  e.interval = i;
+  if (s.value != 0) {
+    const bool higher_better = s.kind == ThresholdKind::Min || s.kind == ThresholdKind::MinTokS;
+    e.margin_pct = (higher_better ? 1 : -1) * (i.estimate - s.value) / std::fabs(s.value) * 100.0;
+  }
+  const int side = interval_side(s.kind, i, s);
+  std::string bound = to_string(s.kind) + " " + fmt(s.value) + unit(s.kind);
+  if (s.kind == ThresholdKind::Within) bound = fmt(s.value) + " +/- " + fmt(*s.tolerance_pct) + "%";
+  std::string cmp =
+      fmt(i.estimate) + unit(s.kind) + ", interval [" + fmt(i.lo) + ", " + fmt(i.hi) + "] over " +
+      std::to_string(run.steady.n) + " steady-state steps from step " +
+      std::to_string(run.steady.first_step) +
+      (run.steady.drift ? " (widened for a drift of " + fmt(100 * run.steady.drift->relative) + " %)" : "") +
+      ": " +
+      (side > 0   ? "clears "
+       : side < 0 ? "wholly fails "
+                  : "straddles ") +
+      bound;
+  const Outcome o = side > 0 ? Outcome::Pass : (side < 0 ? Outcome::Fail : Outcome::Inconclusive);
+  if (!enforce) {
+    e.outcome = Outcome::Record;
+    e.message = cmp + " (enforce_thresholds is false: would be " + to_string(o) + ")";
+    return;
+  }
+  e.outcome = o;
+  e.message = cmp;
+}
+
+// Decides a metric on its value (everything but the speed metrics' interval gates).
+void decide_on_point(Evaluation& e, const RunMetrics& run, bool enforce) {
+  const auto& s = *e.spec;
+  const double a = *e.actual;
   bool ok = false;
   std::string cmp;
   switch (s.kind) {
@@ -252,7 +313,7 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
         e.outcome = enforce ? Outcome::Fail : Outcome::Record;
         e.message =
             "reference metric " + s.reference + " was not produced (or is 0): ratio cannot be checked";
-        return e;
+        return;
       }
       const double ratio = a / *ref;
       ok = ratio >= s.value;
@@ -263,7 +324,7 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
     case ThresholdKind::Info:
       e.outcome = Outcome::Record;
       e.message = fmt(a) + " (info: recorded, placeholder " + fmt(s.value) + ")";
-      return e;
+      return;
   }
   if (!std::isfinite(a)) {
     ok = false;
@@ -272,10 +333,47 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
   if (!enforce) {
     e.outcome = Outcome::Record;
     e.message = cmp + " (enforce_thresholds is false: would " + (ok ? "PASS" : "FAIL") + ")";
-    return e;
+    return;
   }
   e.outcome = ok ? Outcome::Pass : Outcome::Fail;
   e.message = cmp;
+}
+
+}  // namespace
+
+Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
+                           const std::vector<ThresholdSpec>* cell, bool enforce) {
+  Evaluation e;
+  e.metric = metric;
+  e.actual = run.get(metric);
+  if (cell)
+    for (const auto& s : *cell)
+      if (s.metric == metric) e.spec = s;
+  if (!e.actual) {
+    e.outcome = Outcome::NA;
+    e.message = "not produced by this run";
+    return e;
+  }
+  const double a = *e.actual;
+  if (is_speed_metric(metric) && (!e.spec || e.spec->kind == ThresholdKind::Info)) {
+    e.outcome = Outcome::Record;
+    e.message = fmt(a) + " (" + kUncalibrated + ")";
+    return e;
+  }
+  if (!e.spec) {
+    e.outcome = Outcome::Record;
+    e.message = fmt(a) + (cell ? " (no threshold for this metric in the cell)"
+                               : " (no threshold cell for this sweep key)");
+    return e;
+  }
+  const auto& s = *e.spec;
+  if (std::isfinite(a) && interval_kind(s.kind) &&
+      std::find(interval_metric_names().begin(), interval_metric_names().end(), metric) !=
+          interval_metric_names().end()) {
+    decide_on_interval(e, run, enforce);
+    return e;
+  }
+  decide_on_point(e, run, enforce);
   return e;
 }
 

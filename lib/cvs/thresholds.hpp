@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,13 +28,17 @@ struct ThresholdFile {
   std::filesystem::path file;
   std::map<std::string, std::vector<ThresholdSpec>> cells;  // sweep key -> specs in file order
   std::map<std::string, std::string> comments;              // "_node_count_comment" etc.
+  // "_calibration" of a file `cvs calibrate` wrote: rule, statistics and provenance.
+  std::optional<nlohmann::ordered_json> calibration;
   const std::vector<ThresholdSpec>* cell(const std::string& sweep_key) const;
 };
 
 ThresholdFile load_thresholds(const std::filesystem::path& file);
 ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::path& file);
 
-enum class Outcome { Pass, Fail, Record, NA };
+// INCONCLUSIVE: the metric's confidence interval straddles the threshold (or the run has no
+// steady state to build one on): the run gives no evidence either way.
+enum class Outcome { Pass, Fail, Record, NA, Inconclusive };
 std::string to_string(Outcome o);
 
 struct Evaluation {
@@ -41,12 +46,22 @@ struct Evaluation {
   std::optional<double> actual;
   std::optional<ThresholdSpec> spec;  // the cell's spec for this metric, if any
   Outcome outcome = Outcome::Record;
-  std::string message;  // one sentence: the comparison and why this outcome
+  std::string message;               // one sentence: the comparison and why this outcome
+  std::optional<Interval> interval;  // speed metrics: the steady-state interval the verdict used
+  std::optional<double> margin_pct;  // (estimate - threshold) / threshold, signed so > 0 is good
 };
+
+// Throughput and step-time metrics: they depend on the machine's speed, so only a calibration of
+// the machine under test can gate them (see cvs calibrate).
+bool is_speed_metric(const std::string& metric);
+inline constexpr const char* kUncalibrated = "uncalibrated on this machine: run `cvs calibrate`";
 
 // Evaluates one metric of a run against its cell (nullptr when the sweep key has no cell).
 // PASS/FAIL only when enforce is true and the spec's kind is not info; RECORD otherwise;
 // N/A when the run did not produce the metric. A non-finite actual fails every enforced kind.
+// A speed metric with a min/max/within gate is decided on its steady-state interval: PASS when
+// the whole interval clears the threshold, FAIL when it lies wholly on the wrong side,
+// INCONCLUSIVE when it straddles it or the run has no steady state.
 Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
                            const std::vector<ThresholdSpec>* cell, bool enforce);
 

@@ -53,10 +53,11 @@ std::string val(const ordered_json& v) {
 }
 
 std::string badge(const std::string& outcome) {
-  std::string cls = outcome == "PASS"     ? "pass"
-                    : outcome == "FAIL"   ? "fail"
-                    : outcome == "RECORD" ? "record"
-                                          : "na";
+  std::string cls = outcome == "PASS"           ? "pass"
+                    : outcome == "FAIL"         ? "fail"
+                    : outcome == "INCONCLUSIVE" ? "inconclusive"
+                    : outcome == "RECORD"       ? "record"
+                                                : "na";
   return "<span class=\"badge " + cls + "\">" + html_escape(outcome) + "</span>";
 }
 
@@ -100,6 +101,40 @@ std::string loss_svg(const ordered_json& curve, const ordered_json& sampled) {
   return s.str();
 }
 
+// A small inline SVG of a gate: the interval as a bar with its estimate, the threshold as a red
+// line (and the band for `within`), so the margin is seen at a glance.
+std::string interval_svg(const ordered_json& e) {
+  if (!e.contains("interval") || !e.contains("threshold")) return "";
+  const double lo = e["interval"][0].is_number() ? e["interval"][0].get<double>() : NAN;
+  const double hi = e["interval"][1].is_number() ? e["interval"][1].get<double>() : NAN;
+  const double est = e["value"].is_number() ? e["value"].get<double>() : NAN;
+  const double thr = e["threshold"].get<double>();
+  if (!std::isfinite(lo) || !std::isfinite(hi)) return "";
+  double band_lo = thr, band_hi = thr;
+  if (e.contains("tolerance_pct")) {
+    const double tol = std::fabs(thr) * e["tolerance_pct"].get<double>() / 100.0;
+    band_lo = thr - tol;
+    band_hi = thr + tol;
+  }
+  double x0 = std::min({lo, band_lo, std::isfinite(est) ? est : lo});
+  double x1 = std::max({hi, band_hi, std::isfinite(est) ? est : hi});
+  const double pad = (x1 - x0) * 0.15 + 1e-9;
+  x0 -= pad;
+  x1 += pad;
+  const double W = 160, H = 18;
+  auto X = [&](double x) { return fmt((x - x0) / (x1 - x0) * W, "%.1f"); };
+  std::ostringstream s;
+  s << "<svg class=\"ivl\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"interval "
+    << fmt(lo) << " to " << fmt(hi) << ", threshold " << fmt(thr) << "\">";
+  if (band_hi > band_lo)
+    s << "<rect class=\"band\" x=\"" << X(band_lo) << "\" y=\"2\" width=\""
+      << fmt((band_hi - band_lo) / (x1 - x0) * W, "%.1f") << "\" height=\"14\"/>";
+  s << "<line class=\"ci\" x1=\"" << X(lo) << "\" y1=\"9\" x2=\"" << X(hi) << "\" y2=\"9\"/>";
+  if (std::isfinite(est)) s << "<circle class=\"est\" cx=\"" << X(est) << "\" cy=\"9\" r=\"3\"/>";
+  s << "<line class=\"thr\" x1=\"" << X(thr) << "\" y1=\"1\" x2=\"" << X(thr) << "\" y2=\"17\"/></svg>";
+  return s.str();
+}
+
 // Inline SVG histogram of steady-state step times.
 std::string step_time_svg(const ordered_json& times) {
   std::vector<double> v;
@@ -135,6 +170,74 @@ std::string step_time_svg(const ordered_json& times) {
   return s.str();
 }
 
+std::string interval_cell(const ordered_json& e) {
+  if (!e.contains("interval")) return "&mdash;";
+  return "[" + val(e["interval"][0]) + ", " + val(e["interval"][1]) + "]" + interval_svg(e);
+}
+
+// MaxText logs an empty quantization for BF16.
+std::string quantization_label(const ordered_json& effective) {
+  if (!effective.contains("quantization")) return "not logged";
+  const auto q = effective["quantization"].get<std::string>();
+  return q.empty() ? "bf16" : q;
+}
+
+// Every gate that did not pass, first on the page: sweep, metric, value, threshold, margin.
+std::string gates_not_passed(const ordered_json& r) {
+  std::ostringstream h;
+  int rows = 0;
+  for (auto it = r["sweeps"].begin(); it != r["sweeps"].end(); ++it)
+    for (const auto& e : it.value().value("evaluations", ordered_json::array())) {
+      const auto o = e.value("outcome", std::string());
+      if (o != "FAIL" && o != "INCONCLUSIVE") continue;
+      if (rows++ == 0)
+        h << "<h3>Gates that did not pass</h3><table><tr><th>Sweep</th><th>Metric</th><th>Value</th><th>"
+             "Interval</th><th>Threshold</th><th>Margin</th><th>Outcome</th></tr>";
+      std::string thr = e.contains("kind") ? e["kind"].get<std::string>() + " " + val(e["threshold"]) : "";
+      if (e.contains("tolerance_pct")) thr += " &plusmn;" + val(e["tolerance_pct"]) + "%";
+      h << "<tr><td><code>" << html_escape(it.key()) << "</code></td><td><code>"
+        << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">" << val(e["value"])
+        << "</td><td>" << interval_cell(e) << "</td><td>" << thr << "</td><td class=\"num\">"
+        << (e.contains("margin_pct") ? fmt(e["margin_pct"].get<double>(), "%+.1f") + " %" : "&mdash;")
+        << "</td><td>" << badge(o) << "</td></tr>";
+    }
+  if (rows) h << "</table>";
+  return h.str();
+}
+
+// Where the gates came from and, for a calibration, its provenance beside this run's.
+std::string thresholds_section(const ordered_json& r) {
+  std::ostringstream h;
+  const auto& cfg = r["config"];
+  h << "<section><h2>Thresholds and provenance</h2><p>Thresholds from <strong>"
+    << html_escape(cfg.value("thresholds_source", std::string("config"))) << "</strong>: <code>"
+    << html_escape(cfg.value("threshold_file", std::string())) << "</code></p>";
+  const auto now = r.value("provenance_fields", ordered_json::object());
+  if (r.contains("calibration")) {
+    const auto& c = r["calibration"];
+    std::set<std::string> differ;
+    for (const auto& d : c["provenance_differences"]) differ.insert(d["field"].get<std::string>());
+    h << "<p>Calibrated " << html_escape(c.value("date", std::string())) << ". "
+      << (differ.empty() ? "This run's provenance matches the calibration's."
+                         : "<strong>This run's provenance differs from the calibration's in " +
+                               std::to_string(differ.size()) + " field(s)</strong>: its gates may not apply.")
+      << "</p><table><tr><th>Field</th><th>Calibration</th><th>This run</th></tr>";
+    const auto cal = c.value("provenance", ordered_json::object());
+    for (auto it = cal.begin(); it != cal.end(); ++it)
+      h << "<tr" << (differ.count(it.key()) ? " class=\"differs\"" : "") << "><th>" << html_escape(it.key())
+        << "</th><td>" << val(it.value()) << "</td><td>" << val(now.value(it.key(), ordered_json()))
+        << "</td></tr>";
+    h << "</table>";
+  } else {
+    h << "<table><tr><th>Field</th><th>This run</th></tr>";
+    for (auto it = now.begin(); it != now.end(); ++it)
+      h << "<tr><th>" << html_escape(it.key()) << "</th><td>" << val(it.value()) << "</td></tr>";
+    h << "</table>";
+  }
+  h << "</section>";
+  return h.str();
+}
+
 constexpr const char* kCss = R"CSS(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2430;background:#f5f6f8}
 header{padding:18px 28px;color:#fff}header.PASS{background:#1f7a3f}header.FAIL{background:#b3261e}
@@ -144,7 +247,9 @@ h2{font-size:17px;margin:0 0 10px}h3{font-size:15px;margin:14px 0 6px}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eceef1;vertical-align:top}
 th{background:#f0f2f5;font-weight:600}td.num{font-variant-numeric:tabular-nums}
 .badge{display:inline-block;min-width:58px;text-align:center;border-radius:3px;padding:1px 6px;font-weight:600;font-size:12px;color:#fff}
-.pass{background:#1f7a3f}.fail{background:#b3261e}.record{background:#5b6b7f}.na{background:#a7b0bb}
+.pass{background:#1f7a3f}.fail{background:#b3261e}.inconclusive{background:#b26a00}.record{background:#5b6b7f}.na{background:#a7b0bb}
+td{overflow-wrap:anywhere}td code{word-break:break-all}.ivl{width:160px;height:18px;display:block}
+tr.differs td,tr.differs th{background:#fdf1dc}.ci{stroke:#1b62c4;stroke-width:4}.est{fill:#0b2e5c}.thr{stroke:#b3261e;stroke-width:2}.band{fill:#f3d9d7}
 .counts span{margin-right:14px}.muted{color:#6b7683}.err{background:#fdecea;border-left:4px solid #b3261e;padding:8px 10px;font-family:monospace;white-space:pre-wrap;word-break:break-all}
 .plots{display:flex;gap:18px;flex-wrap:wrap}.plot{width:560px;max-width:100%;background:#fbfcfd;border:1px solid #eceef1}
 .axis{stroke:#9aa4af;stroke-width:1}.tick{font-size:10px;fill:#5b6b7f}.loss{fill:none;stroke:#1b62c4;stroke-width:2}
@@ -168,9 +273,12 @@ std::string render_html(const ordered_json& r) {
     << html_escape(r.value("started_at", std::string())) << "</p></header><main>";
 
   h << "<section><h2>Summary</h2><p class=\"counts\">";
-  for (const char* k : {"PASS", "FAIL", "RECORD", "N/A", "SKIPPED"})
+  for (const char* k : {"PASS", "FAIL", "INCONCLUSIVE", "RECORD", "N/A", "SKIPPED"})
     h << "<span>" << badge(k) << " " << r["counts"].value(k, 0) << "</span>";
   h << "</p>";
+  h << gates_not_passed(r);
+  if (r.contains("calibration") && !r["calibration"]["provenance_differences"].empty())
+    h << "<p><strong>Provenance differs from the calibration's</strong> (see Thresholds and provenance).</p>";
   if (!cfg.value("enforce_thresholds", false))
     h << "<p><strong>enforce_thresholds is false:</strong> threshold metrics are recorded, not gated.</p>";
   h << "<table><tr><th>Stage</th><th>Status</th><th>Seconds</th><th>Message</th></tr>";
@@ -198,8 +306,7 @@ std::string render_html(const ordered_json& r) {
           << html_escape(run["first_error"]["line"].get<std::string>()) << "</div>";
       h << "<p class=\"muted\">run <code>" << html_escape(s.value("run_name", std::string())) << "</code>, "
         << fmt(run.value("wall_seconds", 0.0), "%.1f") << " s, effective quantization <code>"
-        << html_escape(s["effective_config"].value("quantization", std::string("?")))
-        << "</code>. Node logs: ";
+        << html_escape(quantization_label(s["effective_config"])) << "</code>. Node logs: ";
       for (const auto& n : run["nodes"])
         h << "<a href=\"" << html_escape(n.value("log", std::string())) << "\">"
           << html_escape(n.value("node", std::string())) << "</a> ";
@@ -207,8 +314,17 @@ std::string render_html(const ordered_json& r) {
         h << "&middot; <a href=\"" << html_escape(run["maxtext_yaml"].get<std::string>())
           << "\">MaxText YAML</a>";
       h << "</p>";
+      if (s.contains("early_stop")) {
+        const auto& x = s["early_stop"];
+        h << "<p>" << (x.value("stopped_early", false) ? "Stopped early" : "Ran to the cap") << " after "
+          << x.value("steps_run", 0LL) << " steps (configured " << x.value("configured_steps", 0LL)
+          << ", cap " << x.value("cap", 0LL) << "): " << x.value("steps_saved", 0LL) << " steps and "
+          << fmt(x.value("seconds_saved", 0.0), "%.1f") << " s saved against the configured steps. "
+          << html_escape(x.value("reason", std::string())) << "</p>";
+      }
     }
-    h << "<table><tr><th>Metric</th><th>Value</th><th>Threshold</th><th>Outcome</th><th>Detail</th></tr>";
+    h << "<table><tr><th>Metric</th><th>Value</th><th>Threshold</th><th>Interval</th><th>Margin</th><th>"
+         "Outcome</th><th>Detail</th></tr>";
     std::set<std::string> shown;
     for (const auto& e : s.value("evaluations", ordered_json::array())) {
       shown.insert(e["metric"].get<std::string>());
@@ -216,14 +332,17 @@ std::string render_html(const ordered_json& r) {
           e.contains("kind") ? e["kind"].get<std::string>() + " " + val(e["threshold"]) : "&mdash;";
       if (e.contains("tolerance_pct")) thr += " &plusmn;" + val(e["tolerance_pct"]) + "%";
       h << "<tr><td><code>" << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">"
-        << val(e["value"]) << "</td><td>" << thr << "</td><td>" << badge(e["outcome"].get<std::string>())
-        << "</td><td>" << html_escape(e.value("message", std::string())) << "</td></tr>";
+        << val(e["value"]) << "</td><td>" << thr << "</td><td>" << interval_cell(e)
+        << "</td><td class=\"num\">"
+        << (e.contains("margin_pct") ? fmt(e["margin_pct"].get<double>(), "%+.1f") + " %" : "&mdash;")
+        << "</td><td>" << badge(e["outcome"].get<std::string>()) << "</td><td>"
+        << html_escape(e.value("message", std::string())) << "</td></tr>";
     }
     const auto metrics = s.value("metrics", ordered_json::object());
     for (auto m = metrics.begin(); m != metrics.end(); ++m)
       if (!shown.count("training." + m.key()))
         h << "<tr><td><code>training." << html_escape(m.key()) << "</code></td><td class=\"num\">"
-          << val(m.value()) << "</td><td>&mdash;</td><td>" << badge("RECORD")
+          << val(m.value()) << "</td><td>&mdash;</td><td>&mdash;</td><td>&mdash;</td><td>" << badge("RECORD")
           << "</td><td>not evaluated in this session</td></tr>";
     h << "</table>";
     h << "<div class=\"plots\"><div><h3>Loss curve</h3>"
@@ -269,6 +388,7 @@ std::string render_html(const ordered_json& r) {
     }
     h << "</section>";
   }
+  h << thresholds_section(r);
   h << "<section><h2>Config and cluster</h2><table>";
   for (auto it = cfg.begin(); it != cfg.end(); ++it)
     h << "<tr><th>" << html_escape(it.key()) << "</th><td>" << val(it.value()) << "</td></tr>";

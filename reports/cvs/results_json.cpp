@@ -6,8 +6,8 @@
 
 #include <fstream>
 #include "cvs/compare.hpp"
-#include "cvs/process.hpp"
 #include "cvs/sweep.hpp"
+#include "cvs/utc_time.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -23,11 +23,6 @@ std::string rel(const fs::path& p, const fs::path& base) {
   std::error_code ec;
   auto r = fs::relative(p, base, ec);
   return ec ? p.string() : r.string();
-}
-
-std::string sha256_of(const fs::path& p) {
-  auto r = run_one({{"sha256sum", p.string()}, std::chrono::seconds(30), "", 1 << 16});
-  return r.ok() ? r.out.substr(0, r.out.find(' ')) : "";
 }
 
 ordered_json run_json(const RunOutcome& o, const fs::path& base) {
@@ -56,6 +51,106 @@ ordered_json run_json(const RunOutcome& o, const fs::path& base) {
   return j;
 }
 
+// One sweep of results.json: its run, metrics, steady state, evaluations and effective config.
+ordered_json sweep_json(const fixtures::Session& s, const fixtures::SweepResult& sr, const fs::path& base) {
+  const auto& c = s.cfg;
+  const auto& key = sr.key;
+  ordered_json sj;
+  sj["test_name"] = sweep_test_name(key);
+  sj["status"] = sr.outcome.ok ? "COMPLETED" : "FAILED";
+  sj["run_name"] = sr.run_name;
+  sj["steps"] = c.steps_for(key);
+  sj["precision"] = sr.key.find("PRECISION=FP8") != std::string::npos ? "fp8" : "bf16";
+  sj["quantization"] = sr.expected_quantization;
+  sj["num_nodes"] = s.cluster.nodes.size();
+  sj["gpus_per_node"] = c.gpus_per_node;
+  sj["parallelism"] = ordered_json::object();
+  for (auto m = sr.maxtext_config.begin(); m != sr.maxtext_config.end(); ++m)
+    if ((m.key().rfind("ici_", 0) == 0 || m.key().rfind("dcn_", 0) == 0) &&
+        m.key().find("parallelism") != std::string::npos)
+      sj["parallelism"][m.key()] = m.value();
+  sj["run"] = run_json(sr.outcome, base);
+  if (sr.early_stop) {
+    const auto& x = *sr.early_stop;
+    sj["early_stop"] = {{"configured_steps", x.configured_steps},
+                        {"cap", x.cap},
+                        {"steps_run", x.steps_run},
+                        {"stopped_early", sr.outcome.stopped_early},
+                        {"looks", x.looks},
+                        {"per_look_confidence", x.per_look_confidence},
+                        {"reason", x.reason},
+                        {"steps_saved", x.configured_steps - x.steps_run},
+                        {"seconds_saved", x.seconds_saved}};
+  }
+  sj["metrics_error"] = sr.metrics_error;
+  sj["metrics_source"] = sr.metrics_source;
+  ordered_json metrics = ordered_json::object();
+  ordered_json curve = ordered_json::array(), sampled = ordered_json::array(), times = ordered_json::array();
+  ordered_json notes = ordered_json::array();
+  if (sr.metrics) {
+    for (const auto& name : tracked_metric_names())
+      if (auto v = sr.metrics->get(name)) metrics[name] = number_or_null(*v);
+    for (const auto& p : sr.metrics->loss_curve) curve.push_back({p.step, number_or_null(p.loss)});
+    for (const auto& p : sr.metrics->sampled_curve) sampled.push_back({p.step, p.loss});
+    for (double t : sr.metrics->step_times_s) times.push_back(t * 1000.0);
+    notes = sr.metrics->notes;
+    sj["warmup_steps_dropped"] = sr.metrics->warmup_dropped;
+    const auto& st = sr.metrics->steady;
+    ordered_json steady = {{"found", st.found}, {"rule", "MSER-5"}, {"confidence", c.statistics.confidence}};
+    if (st.found) {
+      steady["first_step"] = st.first_step;
+      steady["steps"] = st.n;
+    } else {
+      steady["why"] = st.why;
+    }
+    ordered_json ivs = ordered_json::object();
+    for (const auto& [name, iv] : st.intervals)
+      ivs[name] = {{"estimate", number_or_null(iv.estimate)},
+                   {"lo", number_or_null(iv.lo)},
+                   {"hi", number_or_null(iv.hi)}};
+    steady["intervals"] = ivs;
+    sj["steady_state"] = steady;
+    if (sr.metrics->first_nonfinite_step) sj["first_nonfinite_step"] = *sr.metrics->first_nonfinite_step;
+  }
+  sj["metrics"] = metrics;
+  ordered_json evals = ordered_json::array();
+  for (const auto& name : tracked_metric_names()) {
+    auto e = sr.evaluations.find(name);
+    if (e == sr.evaluations.end()) continue;
+    ordered_json ej = {
+        {"metric", "training." + name},
+        {"value", e->second.actual ? number_or_null(*e->second.actual) : ordered_json(nullptr)},
+        {"outcome", to_string(e->second.outcome)},
+        {"message", e->second.message}};
+    if (e->second.interval)
+      ej["interval"] = {number_or_null(e->second.interval->lo), number_or_null(e->second.interval->hi)};
+    if (e->second.margin_pct) ej["margin_pct"] = number_or_null(*e->second.margin_pct);
+    if (e->second.spec) {
+      ej["kind"] = to_string(e->second.spec->kind);
+      ej["threshold"] = e->second.spec->value;
+      if (e->second.spec->tolerance_pct) ej["tolerance_pct"] = *e->second.spec->tolerance_pct;
+      if (!e->second.spec->reference.empty()) ej["reference"] = "training." + e->second.spec->reference;
+    }
+    evals.push_back(ej);
+  }
+  sj["evaluations"] = evals;
+  sj["loss_curve"] = curve;
+  sj["sampled_curve"] = sampled;
+  sj["step_times_ms"] = times;
+  sj["notes"] = notes;
+  const auto& eff = sr.outcome.nodes.empty() ? std::map<std::string, std::string>{}
+                                             : sr.outcome.nodes[0].scan.effective_config;
+  ordered_json effective = ordered_json::object();
+  for (const char* k : {"quantization", "per_device_batch_size", "max_target_length", "steps", "dtype",
+                        "weight_dtype", "attention", "model_name", "dataset_type", "hardware"})
+    if (auto f = eff.find(k); f != eff.end())
+      effective[k] = std::string(k) == "quantization" ? normalize_quantization(f->second) : f->second;
+  sj["effective_config"] = effective;
+  if (!sr.outcome.nodes.empty() && sr.outcome.nodes[0].scan.peak_memory_gb)
+    sj["peak_memory_gb"] = *sr.outcome.nodes[0].scan.peak_memory_gb;
+  return sj;
+}
+
 }  // namespace
 
 ordered_json build_results(const fixtures::Session& s, const std::vector<TestRecord>& tests) {
@@ -64,21 +159,15 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
   r["schema_version"] = kResultsSchemaVersion;
   r["suite"] = s.opts.suite_name;
   r["started_at"] = s.started_at;
-  {
-    std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    r["finished_at"] = buf;
-  }
-  std::map<std::string, int> counts = {{"PASS", 0}, {"FAIL", 0}, {"RECORD", 0}, {"N/A", 0}, {"SKIPPED", 0}};
+  r["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  std::map<std::string, int> counts = {{"PASS", 0},   {"FAIL", 0}, {"INCONCLUSIVE", 0},
+                                       {"RECORD", 0}, {"N/A", 0},  {"SKIPPED", 0}};
   bool any_fail = false;
   ordered_json stages = ordered_json::array();
   for (const auto& t : tests) {
     std::string outcome = t.property("outcome");
     if (outcome.empty()) outcome = t.status;
-    if (t.status == "FAIL") outcome = "FAIL";
+    if (t.status == "FAIL" && outcome != "INCONCLUSIVE") outcome = "FAIL";
     if (t.status == "SKIPPED" && outcome != "N/A") outcome = "SKIPPED";
     counts[outcome]++;
     any_fail |= t.status == "FAIL";
@@ -97,13 +186,14 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
 
   const auto& c = s.cfg;
   r["config"] = {{"file", fs::absolute(c.file).string()},
-                 {"sha256", sha256_of(c.file)},
+                 {"sha256", c.sha256},
                  {"gpu_name", c.gpu_name},
                  {"gpus_per_node", c.gpus_per_node},
                  {"mode", to_string(c.mode)},
                  {"model", c.model_label()},
                  {"enforce_thresholds", c.enforce_thresholds},
-                 {"threshold_file", c.threshold_path.string()},
+                 {"threshold_file", s.thresholds ? s.thresholds->file.string() : std::string()},
+                 {"thresholds_source", s.thresholds_source},
                  {"runtime", c.container.runtime},
                  {"image", c.container.image},
                  {"runs", c.runs}};
@@ -113,81 +203,26 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
   r["cluster"] = {
       {"file", s.cluster.file.string()}, {"nodes", nodes}, {"coordinator", s.cluster.coordinator_address}};
   r["provenance"] = s.provenance;
+  r["provenance_fields"] = s.provenance_fields();
+  if (s.thresholds && s.thresholds->calibration) {
+    ordered_json diffs = ordered_json::array();
+    for (const auto& d : s.provenance_differences())
+      diffs.push_back({{"field", d.field}, {"calibrated", d.calibrated}, {"now", d.now}});
+    r["calibration"] = {
+        {"file", s.thresholds->file.string()},
+        {"date", s.thresholds->calibration->value("date", std::string())},
+        {"provenance", s.thresholds->calibration->value("provenance", ordered_json::object())},
+        {"provenance_differences", diffs}};
+  }
 
   ordered_json sweeps = ordered_json::object();
   for (const auto& key : c.runs) {
-    ordered_json sj;
-    sj["test_name"] = sweep_test_name(key);
     auto it = s.sweeps.find(key);
     if (it == s.sweeps.end()) {
-      sj["status"] = "NOT RUN";
-      sweeps[key] = sj;
+      sweeps[key] = {{"test_name", sweep_test_name(key)}, {"status", "NOT RUN"}};
       continue;
     }
-    const auto& sr = it->second;
-    sj["status"] = sr.outcome.ok ? "COMPLETED" : "FAILED";
-    sj["run_name"] = sr.run_name;
-    sj["steps"] = c.steps_for(key);
-    sj["precision"] = sr.key.find("PRECISION=FP8") != std::string::npos ? "fp8" : "bf16";
-    sj["quantization"] = sr.expected_quantization;
-    sj["num_nodes"] = s.cluster.nodes.size();
-    sj["gpus_per_node"] = c.gpus_per_node;
-    sj["parallelism"] = ordered_json::object();
-    for (auto m = sr.maxtext_config.begin(); m != sr.maxtext_config.end(); ++m)
-      if ((m.key().rfind("ici_", 0) == 0 || m.key().rfind("dcn_", 0) == 0) &&
-          m.key().find("parallelism") != std::string::npos)
-        sj["parallelism"][m.key()] = m.value();
-    sj["run"] = run_json(sr.outcome, base);
-    sj["metrics_error"] = sr.metrics_error;
-    sj["metrics_source"] = sr.metrics_source;
-    ordered_json metrics = ordered_json::object();
-    ordered_json curve = ordered_json::array(), sampled = ordered_json::array(),
-                 times = ordered_json::array();
-    ordered_json notes = ordered_json::array();
-    if (sr.metrics) {
-      for (const auto& name : tracked_metric_names())
-        if (auto v = sr.metrics->get(name)) metrics[name] = number_or_null(*v);
-      for (const auto& p : sr.metrics->loss_curve) curve.push_back({p.step, number_or_null(p.loss)});
-      for (const auto& p : sr.metrics->sampled_curve) sampled.push_back({p.step, p.loss});
-      for (double t : sr.metrics->step_times_s) times.push_back(t * 1000.0);
-      notes = sr.metrics->notes;
-      sj["warmup_steps_dropped"] = sr.metrics->warmup_dropped;
-      if (sr.metrics->first_nonfinite_step) sj["first_nonfinite_step"] = *sr.metrics->first_nonfinite_step;
-    }
-    sj["metrics"] = metrics;
-    ordered_json evals = ordered_json::array();
-    for (const auto& name : tracked_metric_names()) {
-      auto e = sr.evaluations.find(name);
-      if (e == sr.evaluations.end()) continue;
-      ordered_json ej = {
-          {"metric", "training." + name},
-          {"value", e->second.actual ? number_or_null(*e->second.actual) : ordered_json(nullptr)},
-          {"outcome", to_string(e->second.outcome)},
-          {"message", e->second.message}};
-      if (e->second.spec) {
-        ej["kind"] = to_string(e->second.spec->kind);
-        ej["threshold"] = e->second.spec->value;
-        if (e->second.spec->tolerance_pct) ej["tolerance_pct"] = *e->second.spec->tolerance_pct;
-        if (!e->second.spec->reference.empty()) ej["reference"] = "training." + e->second.spec->reference;
-      }
-      evals.push_back(ej);
-    }
-    sj["evaluations"] = evals;
-    sj["loss_curve"] = curve;
-    sj["sampled_curve"] = sampled;
-    sj["step_times_ms"] = times;
-    sj["notes"] = notes;
-    const auto& eff = sr.outcome.nodes.empty() ? std::map<std::string, std::string>{}
-                                               : sr.outcome.nodes[0].scan.effective_config;
-    ordered_json effective = ordered_json::object();
-    for (const char* k : {"quantization", "per_device_batch_size", "max_target_length", "steps", "dtype",
-                          "weight_dtype", "attention", "model_name", "dataset_type", "hardware"})
-      if (auto f = eff.find(k); f != eff.end())
-        effective[k] = std::string(k) == "quantization" ? normalize_quantization(f->second) : f->second;
-    sj["effective_config"] = effective;
-    if (!sr.outcome.nodes.empty() && sr.outcome.nodes[0].scan.peak_memory_gb)
-      sj["peak_memory_gb"] = *sr.outcome.nodes[0].scan.peak_memory_gb;
-    sweeps[key] = sj;
+    sweeps[key] = sweep_json(s, it->second, base);
   }
   r["sweeps"] = sweeps;
   if (s.smoke) r["smoke"] = run_json(*s.smoke, base);

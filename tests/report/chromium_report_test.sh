@@ -21,8 +21,24 @@ grep -q 'jaxmaxtext_single: PASS' "$out/dom.html" || fail "verdict header missin
 grep -q 'training.tokens_per_sec_per_gpu' "$out/dom.html" || fail "metric table missing"
 if grep -E 'CONSOLE|Uncaught|ERR_FILE_NOT_FOUND|net::ERR' "$out/console.log" | grep -v dbus; then fail "console errors"; fi
 if grep -Eo '(src|href)="https?://' "$html"; then fail "the report must not load anything from the network"; fi
+# At 1280 px the page must not scroll sideways: a page beside the report loads it in a 1280 px frame
+# and writes whether its content is wider than the frame.
+cat >"$out/width.html" <<'HTML'
+<!DOCTYPE html><html><body><iframe id="r" src="report.html" style="width:1280px;height:800px;border:0"></iframe>
+<script>
+document.getElementById("r").addEventListener("load", function () {
+  var d = this.contentDocument.documentElement;
+  document.body.setAttribute("data-width", d.scrollWidth + " of " + d.clientWidth);
+});
+</script></body></html>
+HTML
+width=$("$browser" "${flags[@]}" --allow-file-access-from-files --virtual-time-budget=3000 --dump-dom \
+  "file://$out/width.html" 2>/dev/null | grep -o 'data-width="[0-9]* of [0-9]*"' | grep -o '[0-9][0-9]* of [0-9]*' || true)
+[[ -n "$width" ]] || fail "could not measure the page width"
+read -r content _ frame <<<"$width"
+((content <= frame)) || fail "at 1280 px the page is $content px wide for a $frame px frame: it scrolls sideways"
 "$browser" "${flags[@]}" --hide-scrollbars --window-size=1280,2200 --screenshot="$out/report.png" "file://$html" 2>/dev/null
 [[ -s "$out/report.png" ]] || fail "no screenshot"
 [[ $(head -c 8 "$out/report.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "screenshot is not a PNG"
-echo "report rendered; screenshot $out/report.png"
+echo "report rendered ($content px wide in a $frame px frame); screenshot $out/report.png"
 echo "1 passed, 0 failed"

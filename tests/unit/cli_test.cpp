@@ -54,3 +54,20 @@ TEST(Cli, MetricsOfANanRunExits1) {
 TEST(Cli, UnknownCommandExits2) {
   EXPECT_EQ(run_command(std::string(CVS_BINARY) + " frobnicate").exit_code, 2);
 }
+
+TEST(Cli, CalibrateRejectsBadInputWithExit2AndWritesNothing) {
+  auto p = run_command(std::string(CVS_BINARY) + " calibrate --config " + CVS_SOURCE_ROOT +
+                       "/configs/cpu_jaxmaxtext_tiny_single.json --repeats 0");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("--repeats"), std::string::npos) << p.out;
+  p = run_command(std::string(CVS_BINARY) + " calibrate --config /nonexistent/x.json");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("/nonexistent/x.json"), std::string::npos) << p.out;
+  p = run_command(std::string(CVS_BINARY) + " calibrate --config " + CVS_SOURCE_ROOT +
+                  "/configs/cpu_jaxmaxtext_tiny_single.json --min-slack-pct 150 --max-slack-pct 100");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("exceeds --max-slack-pct"), std::string::npos) << p.out;
+  p = run_command(std::string(CVS_BINARY) + " calibrate --help");
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("--repeats"), std::string::npos) << p.out;
+}

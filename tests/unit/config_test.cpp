@@ -252,3 +252,28 @@ TEST(Config, InvalidJsonNamesLineAndColumn) {
     EXPECT_EQ(e.issues()[0].file, "bad.json");
   }
 }
+
+TEST(Config, StatisticsBlockDefaultsAndRules) {
+  auto c = load_json(spec_example_untagged());
+  EXPECT_DOUBLE_EQ(c.statistics.confidence, 0.95);
+  EXPECT_EQ(c.statistics.on_inconclusive, cvs::OnInconclusive::Fail);
+  EXPECT_EQ(c.statistics.extend_max_steps, 0);
+  EXPECT_DOUBLE_EQ(c.statistics.calibration_min_slack_pct, 15.0);
+  auto j = spec_example_untagged();
+  j["statistics"] = {{"confidence", 0.99},
+                     {"on_inconclusive", "extend"},
+                     {"extend_max_steps", 400},
+                     {"min_steady_steps", 20},
+                     {"calibration_min_slack_pct", 60.0}};
+  c = load_json(j);
+  EXPECT_EQ(c.statistics.on_inconclusive, cvs::OnInconclusive::Extend);
+  EXPECT_EQ(c.statistics.extend_max_steps, 400);
+  EXPECT_EQ(c.statistics.min_steady_steps, 20);
+  j["statistics"] = {
+      {"confidence", 1.5}, {"on_inconclusive", "maybe"}, {"min_steady_steps", 2}, {"confidense", 0.9}};
+  const auto i = issues_of(j);
+  EXPECT_TRUE(has_issue(i, "/statistics/confidence", "outside [0.5, 1)"));
+  EXPECT_TRUE(has_issue(i, "/statistics/on_inconclusive", "not fail, pass or extend"));
+  EXPECT_TRUE(has_issue(i, "/statistics/min_steady_steps", ">= 4"));
+  EXPECT_TRUE(has_issue(i, "/statistics/confidense", "unknown key"));
+}

@@ -56,11 +56,13 @@ TEST(Thresholds, EveryKind) {
   auto ratio = spec("tokens_per_sec_total", K::MinRatio, 1.9);
   ratio.reference = "tokens_per_sec_per_gpu";
   cell.push_back(ratio);
+  // Speed metrics are decided on their steady-state interval (step_stats_test.cpp); values with
+  // no step records behind them give no evidence either way.
   auto tok = cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true);
-  EXPECT_EQ(tok.outcome, Outcome::Fail);
+  EXPECT_EQ(tok.outcome, Outcome::Inconclusive);
   EXPECT_NE(tok.message.find("tok/s"), std::string::npos);
   auto st = cvs::evaluate_metric("step_time_p95_ms", m, &cell, true);
-  EXPECT_EQ(st.outcome, Outcome::Pass);
+  EXPECT_EQ(st.outcome, Outcome::Inconclusive);
   EXPECT_NE(st.message.find("ms"), std::string::npos);
   EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &cell, true).outcome, Outcome::Pass);  // |5-5.2| <= 0.26
   EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_total", m, &cell, true).outcome,
@@ -68,7 +70,7 @@ TEST(Thresholds, EveryKind) {
   std::vector<cvs::ThresholdSpec> mn = {spec("final_loss", K::Min, 6),
                                         spec("tokens_per_sec_per_gpu", K::Max, 1000)};
   EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &mn, true).outcome, Outcome::Fail);
-  EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &mn, true).outcome, Outcome::Fail);
+  EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &mn, true).outcome, Outcome::Inconclusive);
 }
 
 TEST(Thresholds, BoundariesAreInclusive) {

@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "cvs/card.hpp"
+#include "cvs/utc_time.hpp"
 
 namespace cvs::cli {
 
@@ -21,12 +22,7 @@ int cmd_card(const Args& args) {
     return kExitUsage;
   }
   const auto results = nlohmann::ordered_json::parse(in);
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char today[16];
-  std::strftime(today, sizeof today, "%Y-%m-%d", &tm);
-  const auto card = make_card(results, today);
+  const auto card = make_card(results, utc_now("%Y-%m-%d"));
   const std::filesystem::path out =
       args.size() == 3 ? std::filesystem::path(args[2])
                        : std::filesystem::path(args[0]).parent_path() / "verification_card.json";

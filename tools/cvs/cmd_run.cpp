@@ -7,6 +7,11 @@
 
 namespace cvs::cli {
 
+std::filesystem::path suite_executable(const std::string& suite) {
+  const auto self = std::filesystem::read_symlink("/proc/self/exe");
+  return self.parent_path().parent_path().parent_path() / "suites" / suite;
+}
+
 // `cvs run SUITE [suite/gtest args...]` execs build/suites/SUITE (next to this binary's build tree).
 int cmd_run(const Args& args) {
   if (args.empty() || (args[0] != "jaxmaxtext_single" && args[0] != "jaxmaxtext_distributed")) {
@@ -14,8 +19,7 @@ int cmd_run(const Args& args) {
                  "[--output DIR] [--gtest_filter=...]\n";
     return kExitUsage;
   }
-  const auto self = std::filesystem::read_symlink("/proc/self/exe");
-  const auto suite = self.parent_path().parent_path().parent_path() / "suites" / args[0];
+  const auto suite = suite_executable(args[0]);
   if (!std::filesystem::exists(suite)) {
     std::cerr << "cvs run: " << suite << " not found; build it with tools/setup (or cmake --build build)\n";
     return kExitUsage;

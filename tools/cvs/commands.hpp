@@ -1,6 +1,7 @@
 // The `cvs` subcommands: one short file each over cvs::core.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -8,12 +9,16 @@ namespace cvs::cli {
 
 using Args = std::vector<std::string>;
 
-int cmd_config(const Args& args);   // cvs config validate|list|copy
-int cmd_metrics(const Args& args);  // cvs metrics LOG... [--nodes N --gpus-per-node G]
-int cmd_report(const Args& args);   // cvs report RESULTS.json [--out FILE]
-int cmd_card(const Args& args);     // cvs card RESULTS.json [--out FILE]
-int cmd_compare(const Args& args);  // cvs compare OLD NEW [--tolerance-pct P]
-int cmd_run(const Args& args);      // cvs run SUITE [args] (execs the suite binary)
+int cmd_config(const Args& args);     // cvs config validate|list|copy
+int cmd_metrics(const Args& args);    // cvs metrics LOG... [--nodes N --gpus-per-node G]
+int cmd_report(const Args& args);     // cvs report RESULTS.json [--out FILE]
+int cmd_card(const Args& args);       // cvs card RESULTS.json [--out FILE]
+int cmd_compare(const Args& args);    // cvs compare OLD NEW [--tolerance-pct P]
+int cmd_run(const Args& args);        // cvs run SUITE [args] (execs the suite binary)
+int cmd_calibrate(const Args& args);  // cvs calibrate --config FILE [--cluster FILE] [--repeats N]
+
+// build/suites/SUITE beside this binary's build tree.
+std::filesystem::path suite_executable(const std::string& suite);
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;

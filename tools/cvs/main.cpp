@@ -18,6 +18,9 @@ commands:
   config copy NAME [DIR]      copy a shipped config and its threshold file(s) side by side (never overwrites)
   run SUITE [--config FILE] [--cluster FILE] [--output DIR] [gtest flags]
                               run jaxmaxtext_single or jaxmaxtext_distributed; prints where the report is
+  calibrate --config FILE [--cluster FILE] [--repeats N] [--out FILE] [-- SUITE ARGS]
+                              run the sweeps N times (default 3) on a known-good node or cluster and write
+                              a threshold file whose speed gates come from what was measured
   report RESULTS.json [--out FILE]
                               render the HTML report of a session from its results.json
   card RESULTS.json [--out FILE]
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
     if (cmd == "config") return cvs::cli::cmd_config(args);
     if (cmd == "metrics") return cvs::cli::cmd_metrics(args);
     if (cmd == "run") return cvs::cli::cmd_run(args);
+    if (cmd == "calibrate") return cvs::cli::cmd_calibrate(args);
     if (cmd == "report") return cvs::cli::cmd_report(args);
     if (cmd == "card") return cvs::cli::cmd_card(args);
     if (cmd == "compare") return cvs::cli::cmd_compare(args);

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Calibrated verdicts on real MaxText, with no absolute speed asserted anywhere:
+#   1. `cvs calibrate` on the CPU default writes a threshold file with throughput gates, its rule's
+#      statistics and this machine's provenance, where the suite looks for it;
+#   2. the README's run command then gates throughput on that calibration and still PASSes;
+#   3. the same run made several times slower (pinned to one core beside a busy loop on it) ends
+#      FAIL or INCONCLUSIVE on throughput, never PASS, and its provenance differs (one core).
+#   calibration_test.sh CVS_BINARY CONFIG OUT_DIR
+set -euo pipefail
+cvs=$1; config=$2; out=$3
+rm -rf "$out"; mkdir -p "$out"
+export CVS_CALIBRATION_DIR="$out/calibration"
+fail() { echo "FAIL: $*"; exit 1; }
+field() { python3 -c "$1" "${@:2}"; }
+
+# 1. Calibrate (3 repeats of the config's sweeps).
+written=$("$cvs" calibrate --config "$config" --work-dir "$out/repeats" -- --poll-interval-s 1 \
+  --startup-budget-s 300 --step-budget-s 30 2>"$out/calibrate.log") || { tail -50 "$out/calibrate.log"; fail "cvs calibrate failed"; }
+expected="$CVS_CALIBRATION_DIR/$(basename "${config%.json}")_threshold.json"
+[[ "$written" == "$(realpath "$expected")" ]] || fail "calibrate printed '$written', expected $expected"
+field '
+import json, sys
+t = json.load(open(sys.argv[1]))
+c = t["_calibration"]
+assert c["repeats"] == 3, c["repeats"]
+for k in ("maxtext_version", "jax_version", "cpu_model", "cpu_count", "config_sha256", "nodes_x_gpus_per_node"):
+    assert c["provenance"].get(k) not in (None, ""), ("provenance lacks", k)
+for sweep in ("BS=2,PRECISION=BF16,SL=128", "BS=4,PRECISION=BF16,SL=128"):
+    g = t[sweep]["training.tokens_per_sec_per_gpu"]
+    assert g["kind"] == "min_tok_s" and g["value"] > 0, g
+    st = c["statistics"][sweep]["tokens_per_sec_per_gpu"]
+    assert st["n"] == 3 and len(st["runs"]) == 3, st
+    assert g["value"] < st["median"], (g, st["median"])
+    assert t[sweep]["training.final_loss"]["kind"] == "within", "the base file'"'"'s loss gate was not kept"
+' "$expected" || fail "calibration file content"
+
+# 2. The README's run command: PASS, with throughput gated (PASS, not RECORD) by the calibration.
+rc=0
+"$cvs" run jaxmaxtext_single --config "$config" --output "$out/calibrated" --quiet --poll-interval-s 1 \
+  --startup-budget-s 300 --step-budget-s 30 >"$out/calibrated.log" 2>&1 || rc=$?
+[[ $rc -eq 0 ]] || { tail -40 "$out/calibrated.log"; fail "the calibrated run ended with exit $rc"; }
+field '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "PASS", r["status"]
+assert r["config"]["thresholds_source"] == "calibration", r["config"]["thresholds_source"]
+assert r["calibration"]["provenance_differences"] == [], r["calibration"]["provenance_differences"]
+for key, s in r["sweeps"].items():
+    e = {x["metric"]: x for x in s["evaluations"]}["training.tokens_per_sec_per_gpu"]
+    assert e["outcome"] == "PASS", (key, e)
+    assert e["interval"][0] >= e["threshold"], (key, e)
+' "$out/calibrated/results.json" || fail "calibrated run: throughput not gated and passed"
+
+# 3. The same run, slowed: one core, shared with a busy loop.
+taskset -c 0 sh -c 'while :; do :; done' &
+hog=$!
+trap 'kill $hog 2>/dev/null || true' EXIT
+rc=0
+taskset -c 0 "$cvs" run jaxmaxtext_single --config "$config" --output "$out/slowed" --quiet --poll-interval-s 1 \
+  --startup-budget-s 600 --step-budget-s 60 '--gtest_filter=-test_smoke*:*checkpoint_resume*' \
+  >"$out/slowed.log" 2>&1 || rc=$?
+kill $hog 2>/dev/null || true
+[[ $rc -ne 0 ]] || fail "the slowed run ended with exit 0"
+field '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "FAIL", r["status"]
+diff = {d["field"] for d in r["calibration"]["provenance_differences"]}
+assert "cpu_count" in diff, diff
+for key, s in r["sweeps"].items():
+    e = {x["metric"]: x for x in s["evaluations"]}["training.tokens_per_sec_per_gpu"]
+    assert e["outcome"] in ("FAIL", "INCONCLUSIVE"), (key, e)
+    print(key, e["outcome"], e["message"])
+' "$out/slowed/results.json" || fail "slowed run: throughput not FAIL/INCONCLUSIVE"
+
+# 4. --strict-provenance refuses the pinned run at setup; --thresholds picks another file.
+rc=0
+taskset -c 0 "$cvs" run jaxmaxtext_single --config "$config" --output "$out/strict" --quiet --strict-provenance \
+  '--gtest_filter=test_setup*' >"$out/strict.log" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] || fail "--strict-provenance on one core: exit $rc, expected 1"
+grep -q "provenance differs from its calibration's .*cpu_count was '$(nproc)', now '1'" "$out/strict/results.json" \
+  || fail "--strict-provenance: no setup failure naming cpu_count"
+base_thresholds="$(dirname "$config")/../thresholds/$(basename "${config%.json}")_threshold.json"
+"$cvs" run jaxmaxtext_single --config "$config" --output "$out/explicit" --quiet --thresholds "$base_thresholds" \
+  '--gtest_filter=test_setup*' >"$out/explicit.log" 2>&1 || fail "--thresholds run failed"
+field '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["config"]["thresholds_source"] == "--thresholds", r["config"]
+assert r["config"]["threshold_file"].endswith("cpu_jaxmaxtext_tiny_single_threshold.json"), r["config"]
+assert "calibration" not in r
+' "$out/explicit/results.json" || fail "--thresholds not used"
+echo "calibrated run PASS; slowed run FAIL/INCONCLUSIVE on throughput; strict provenance and --thresholds hold"
+echo "1 passed, 0 failed"

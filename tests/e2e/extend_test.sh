@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# statistics.on_inconclusive: extend on real MaxText, with gates that hold on any machine:
+#   1. a speed-only sweep (steps 1000, cap 2000) whose gate is decisive at once stops early, through
+#      the stop path, and says how many steps it saved;
+#   2. a sweep with loss gates and no look before its cap runs to the cap (60 steps for 30
+#      configured), and its loss gates still hold on its first 30 steps (the learning-rate
+#      schedule is pinned to them).
+#   3. a 3-step run has no interval to decide on: INCONCLUSIVE, which fails the test (JUnit
+#      <failure>, exit 1) with on_inconclusive fail and passes, reported, with pass.
+#   extend_test.sh SUITE_BINARY BASE_CONFIG OUT_DIR
+set -euo pipefail
+suite=$1; base=$2; out=$3
+rm -rf "$out"; mkdir -p "$out"
+fail() { echo "FAIL: $*"; exit 1; }
+export CVS_CALIBRATION_DIR="$out/no-calibration"
+
+python3 - "$base" "$out" <<'PY'
+import json, sys
+base, out = sys.argv[1], sys.argv[2]
+c = json.load(open(base))
+c["smoke"]["enabled"] = False
+c["checkpoint_resume"]["enabled"] = False
+c["runs"] = ["BS=2,PRECISION=BF16,SL=128"]
+c["statistics"]["on_inconclusive"] = "extend"
+# 1: speed gates only; 1 tok/s is cleared by any machine that trains at all.
+early = json.loads(json.dumps(c))
+early["train_params"]["maxtext_config"]["steps"] = 1000
+early["statistics"]["extend_max_steps"] = 2000
+early["loss_curve"]["enforce"] = False
+early["threshold_json"] = "early_threshold.json"
+json.dump(early, open(f"{out}/early.json", "w"), indent=1)
+json.dump({"BS=2,PRECISION=BF16,SL=128": {"training.tokens_per_sec_per_gpu": {"kind": "min_tok_s", "value": 1.0}}},
+          open(f"{out}/early_threshold.json", "w"))
+# 2: the shipped loss gates plus a speed gate; the first look (2 x 40 steady steps) lies past the cap.
+capped = json.loads(json.dumps(c))
+capped["statistics"]["extend_max_steps"] = 60
+capped["statistics"]["min_steady_steps"] = 40
+capped["threshold_json"] = "capped_threshold.json"
+json.dump(capped, open(f"{out}/capped.json", "w"), indent=1)
+cell = json.load(open(base.replace("configs/", "thresholds/").replace(".json", "_threshold.json")))["BS=2,PRECISION=BF16,SL=128"]
+cell["training.tokens_per_sec_per_gpu"] = {"kind": "min_tok_s", "value": 1.0}
+json.dump({"BS=2,PRECISION=BF16,SL=128": cell}, open(f"{out}/capped_threshold.json", "w"), indent=1)
+# 3: three steps leave at most two steady-state steps: no interval, whatever the machine.
+for mode in ("fail", "pass"):
+    short = json.loads(json.dumps(early))
+    short["train_params"]["maxtext_config"]["steps"] = 3
+    short["statistics"]["on_inconclusive"] = mode
+    json.dump(short, open(f"{out}/short_{mode}.json", "w"), indent=1)
+PY
+
+for name in early capped short_pass; do
+  rc=0
+  "$suite" --config "$out/$name.json" --output "$out/$name" --quiet --poll-interval-s 1 --startup-budget-s 300 \
+    --step-budget-s 30 >"$out/$name.log" 2>&1 || rc=$?
+  [[ $rc -eq 0 ]] || { tail -40 "$out/$name.log"; fail "$name: exit $rc"; }
+done
+
+python3 - "$out/early/results.json" <<'PY' || fail "early stop"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]
+x = s["early_stop"]
+assert r["status"] == "PASS", r["status"]
+assert x["stopped_early"] is True, x
+assert x["configured_steps"] == 1000 and x["cap"] == 2000, x
+assert x["steps_run"] < 1000 and x["steps_saved"] > 0, x
+assert "decisive" in x["reason"], x
+assert s["run"]["nodes"][0]["state"] == "stopped", s["run"]["nodes"][0]
+e = {v["metric"]: v for v in s["evaluations"]}["training.tokens_per_sec_per_gpu"]
+assert e["outcome"] == "PASS" and "interval" in e, e
+print("stopped early after", x["steps_run"], "of", x["configured_steps"], "steps:", x["reason"])
+PY
+
+python3 - "$out/capped/results.json" <<'PY' || fail "run to the cap"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]
+x = s["early_stop"]
+assert r["status"] == "PASS", r["status"]
+assert x["stopped_early"] is False and x["steps_run"] == 60 and x["steps_saved"] == -30, x
+ev = {v["metric"]: v for v in s["evaluations"]}
+for m in ("training.final_loss", "training.initial_loss", "training.loss_decreased"):
+    assert ev[m]["outcome"] == "PASS", ev[m]
+assert s["loss_curve"][-1][0] == 29, s["loss_curve"][-1]
+print("ran to the cap (60 of 30 steps); loss gates on the first 30 steps:", ev["training.final_loss"]["message"])
+PY
+rc=0
+"$suite" --config "$out/short_fail.json" --output "$out/short_fail" --quiet --poll-interval-s 1 \
+  --startup-budget-s 300 --step-budget-s 30 >"$out/short_fail.log" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] || fail "on_inconclusive fail: exit $rc, expected 1"
+python3 - "$out/short_fail/junit.xml" <<'PY' || fail "on_inconclusive fail: no JUnit failure saying INCONCLUSIVE"
+import sys, xml.etree.ElementTree as ET
+cases = [c for c in ET.parse(sys.argv[1]).iter("testcase") if c.get("name").endswith("__tokens_per_sec_per_gpu")]
+assert cases, "no tokens_per_sec_per_gpu testcase"
+f = cases[0].find("failure")
+assert f is not None and "training.tokens_per_sec_per_gpu: INCONCLUSIVE: " in f.get("message"), ET.tostring(cases[0])
+PY
+python3 - "$out/short_fail/results.json" "$out/short_pass/results.json" <<'PY' || fail "INCONCLUSIVE outcomes"
+import json, sys
+for path, status in zip(sys.argv[1:], ("FAIL", "PASS")):
+    r = json.load(open(path))
+    assert r["status"] == status, (path, r["status"])
+    assert r["counts"]["INCONCLUSIVE"] >= 1, r["counts"]
+    e = {v["metric"]: v for v in r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["evaluations"]}["training.tokens_per_sec_per_gpu"]
+    assert e["outcome"] == "INCONCLUSIVE" and "no interval" in e["message"], e
+print("3 steps: INCONCLUSIVE fails with on_inconclusive fail, is reported and passes with pass")
+PY
+echo "1 passed, 0 failed"

@@ -1,0 +1,126 @@
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "cvs/calibration.hpp"
+#include "cvs/cluster.hpp"
+#include "cvs/utc_time.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace cvs::cli {
+namespace {
+
+// Runs argv with this terminal's stdin/stdout/stderr and returns its exit code (-1: signal).
+int run_attached(const std::vector<std::string>& argv) {
+  std::vector<char*> a;
+  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);  // stdout carries only the path written
+    ::execv(a[0], a.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+// `cvs calibrate --config FILE [--cluster FILE] [--repeats N] [--out FILE]`: runs the config's
+// sweeps N times and writes a threshold file whose speed gates come from what it measured.
+int cmd_calibrate(const Args& args) {
+  CLI::App app{
+      "cvs calibrate: run the config's sweeps N times on a known-good node or cluster and write a "
+      "threshold file whose speed gates derive from what was measured (rule: lib/cvs/calibration.hpp)",
+      "cvs calibrate"};
+  std::string config, cluster, out, work;
+  int repeats = 3;
+  CalibrationRule rule;
+  std::vector<std::string> suite_args;
+  app.add_option("--config", config, "suite config")->required();
+  app.add_option("--cluster", cluster, "cluster file (default: one local node)");
+  app.add_option("--repeats", repeats, "how many times to run the sweeps")->check(CLI::Range(1, 100));
+  app.add_option("--out", out, "threshold file to write (default: the calibration folder, see README)");
+  app.add_option("--k", rule.k, "spreads between the centre and a gate")->check(CLI::Range(0.0, 100.0));
+  auto* min_slack = app.add_option("--min-slack-pct", rule.min_slack_pct,
+                                   "least slack between the centre and a gate, % (default: the config's "
+                                   "statistics.calibration_min_slack_pct)")
+                        ->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--max-slack-pct", rule.max_slack_pct, "most slack between the centre and a gate, %")
+      ->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--work-dir", work, "where the repeats' reports go (default: cvs-results/calibrate-<time>)");
+  app.add_option("suite_args", suite_args, "after --: passed to the suite (e.g. --poll-interval-s 1)");
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  const auto cl = cluster.empty() ? default_cluster() : load_cluster(cluster);
+  const auto cfg = load_config_for_cluster(config, cl);  // ConfigError: exit 2 in main
+  if (min_slack->count() == 0) rule.min_slack_pct = cfg.statistics.calibration_min_slack_pct;
+  if (rule.min_slack_pct > rule.max_slack_pct) {
+    std::cerr << "cvs calibrate: the least slack " << rule.min_slack_pct << " % exceeds --max-slack-pct "
+              << rule.max_slack_pct << "\n";
+    return kExitUsage;
+  }
+  std::optional<ThresholdFile> base;
+  if (!cfg.threshold_path.empty()) base = load_thresholds(cfg.threshold_path);
+  const std::string suite = cfg.mode == Mode::Distributed ? "jaxmaxtext_distributed" : "jaxmaxtext_single";
+  const fs::path exe = suite_executable(suite);
+  if (!fs::exists(exe)) {
+    std::cerr << "cvs calibrate: " << exe << " not found; build it with tools/setup\n";
+    return kExitUsage;
+  }
+  const fs::path dest = out.empty() ? default_calibration_file(config, cluster) : fs::path(out);
+  const fs::path dir =
+      work.empty() ? fs::path("cvs-results") / ("calibrate-" + utc_now("%Y%m%d-%H%M%S")) : fs::path(work);
+  std::vector<ordered_json> results;
+  for (int i = 1; i <= repeats; ++i) {
+    const fs::path rdir = dir / ("repeat-" + std::to_string(i));
+    std::vector<std::string> argv = {exe.string(),
+                                     "--config",
+                                     config,
+                                     "--output",
+                                     rdir.string(),
+                                     "--quiet",
+                                     "--gtest_filter=test_setup*:sweep/test_training_run*"};
+    if (!cluster.empty()) argv.insert(argv.end(), {"--cluster", cluster});
+    argv.insert(argv.end(), suite_args.begin(), suite_args.end());
+    std::cerr << "cvs calibrate: repeat " << i << "/" << repeats << " -> " << rdir.string() << "\n";
+    const int rc = run_attached(argv);
+    std::ifstream in(rdir / "results.json");
+    if (rc != 0 || !in) {
+      std::cerr << "cvs calibrate: repeat " << i << " did not pass (exit " << rc << "; report "
+                << (rdir / "report.html").string()
+                << "): calibrate on a known-good node or cluster; nothing was written\n";
+      return kExitFail;
+    }
+    results.push_back(ordered_json::parse(in));
+  }
+  const auto file = build_calibration(results, base, rule, utc_now("%Y-%m-%d"));
+  fs::create_directories(dest.parent_path().empty() ? fs::path(".") : dest.parent_path());
+  if (fs::exists(dest)) {  // never lose an earlier calibration
+    const fs::path kept =
+        dest.parent_path() / (dest.stem().string() + ".replaced-" + utc_now("%Y%m%d-%H%M%S") + ".json");
+    fs::rename(dest, kept);
+    std::cerr << "cvs calibrate: the earlier calibration is kept as " << kept.string() << "\n";
+  }
+  std::ofstream(dest) << file.dump(2) << "\n";
+  std::cout << fs::absolute(dest).string() << "\n";
+  return kExitOk;
+}
+
+}  // namespace cvs::cli
