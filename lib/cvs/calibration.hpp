@@ -10,8 +10,8 @@
 //   max gate (step time):   value = centre x slack
 // so every repeat, and a run like them, clears its gate with its whole interval, and a run slower
 // by more than the slack (at most 2x by default) lies on the wrong side. Defaults: k = 3,
-// min_slack from the config (statistics.calibration_min_slack_pct, 15 %; the CPU default's 60 %:
-// a shared 2-core machine swings +-30 % between runs), max_slack 100 %.
+// min_slack from the config (statistics.calibration_min_slack_pct, 15 %; the CPU default's 80 %:
+// a shared 2-core machine swings up to 1.5x between runs), max_slack 100 %.
 #pragma once
 
 #include <filesystem>
