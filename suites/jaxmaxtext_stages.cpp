@@ -16,6 +16,18 @@ Session& S() {
   return Session::get();
 }
 
+// Runs a stage; an exception escaping it is an ERROR of that stage and, like a failed setup,
+// closes the gate for every later stage.
+template <typename Stage>
+StageResult run_stage(Stage&& stage) {
+  try {
+    return stage();
+  } catch (const std::exception& e) {
+    S().stage_exception = std::string("an exception escaped a stage: ") + e.what();
+    return StageResult::error(S().stage_exception);
+  }
+}
+
 void report(const StageResult& r) {
   for (const auto& [k, v] : r.properties) ::testing::Test::RecordProperty(k, v);
   if (!r.message.empty()) ::testing::Test::RecordProperty("summary", r.message);
@@ -24,6 +36,9 @@ void report(const StageResult& r) {
       GTEST_SKIP() << r.message;
     case StageResult::Status::Fail:
       FAIL() << r.message;
+    case StageResult::Status::Error:  // JUnit <error> (rewritten after the run), outcome ERROR
+      ::testing::Test::RecordProperty("outcome", "ERROR");
+      FAIL() << "ERROR: " << r.message;
     case StageResult::Status::Pass:
       break;
   }
@@ -66,37 +81,37 @@ std::string metric_name(const ::testing::TestParamInfo<SweepMetric>& i) {
 }  // namespace
 
 TEST(test_setup, containers_and_devices) {
-  report(cvs::fixtures::stage_setup(S()));
+  report(run_stage([] { return cvs::fixtures::stage_setup(S()); }));
 }
 
 #ifdef CVS_DISTRIBUTED
 TEST(test_setup_rdma, devices_and_interfaces) {
-  report(cvs::fixtures::stage_setup_rdma(S()));
+  report(run_stage([] { return cvs::fixtures::stage_setup_rdma(S()); }));
 }
 #endif
 
 TEST(test_smoke, bf16_smoke) {
-  report(cvs::fixtures::stage_smoke(S()));
+  report(run_stage([] { return cvs::fixtures::stage_smoke(S()); }));
 }
 
 class test_training_run : public ::testing::TestWithParam<Sweep> {};
 TEST_P(test_training_run, run) {
   RecordProperty("sweep_key", GetParam().key);
-  report(cvs::fixtures::stage_training_run(S(), GetParam().key));
+  report(run_stage([&] { return cvs::fixtures::stage_training_run(S(), GetParam().key); }));
 }
 INSTANTIATE_TEST_SUITE_P(sweep, test_training_run, ::testing::ValuesIn(runs()), sweep_name);
 
 class test_metric : public ::testing::TestWithParam<SweepMetric> {};
 TEST_P(test_metric, check) {
   RecordProperty("sweep_key", GetParam().key);
-  report(cvs::fixtures::stage_metric(S(), GetParam().key, GetParam().metric));
+  report(run_stage([&] { return cvs::fixtures::stage_metric(S(), GetParam().key, GetParam().metric); }));
 }
 INSTANTIATE_TEST_SUITE_P(sweep, test_metric, ::testing::ValuesIn(run_metrics()), metric_name);
 
 class checkpoint_resume : public ::testing::TestWithParam<Sweep> {};
 TEST_P(checkpoint_resume, save_and_resume) {
   RecordProperty("sweep_key", GetParam().key);
-  report(cvs::fixtures::stage_checkpoint_resume(S(), GetParam().key));
+  report(run_stage([&] { return cvs::fixtures::stage_checkpoint_resume(S(), GetParam().key); }));
 }
 INSTANTIATE_TEST_SUITE_P(sweep, checkpoint_resume,
                          ::testing::Values(Sweep{cvs::fixtures::checkpoint_sweep(S().cfg)}), sweep_name);

@@ -5,12 +5,16 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cvs/config_error.hpp"
 #include "cvs/environment.hpp"
+#include "cvs/junit_errors.hpp"
 #include "cvs/listener.hpp"
 #include "cvs/session.hpp"
 
@@ -32,6 +36,21 @@ constexpr const char* kHelp = R"(suite options (besides gtest's --gtest_filter, 
   --step-budget-s S       (default 120)
 )";
 
+// 0 every gate passed, 1 a gate failed (FAIL, or INCONCLUSIVE that fails), 3 no gate failed but
+// the infrastructure kept a stage from deciding (ERROR); gtest's own code when no results.json.
+int exit_code(const std::filesystem::path& results, int gtest_rc) {
+  std::ifstream in(results);
+  if (!in) return gtest_rc;
+  try {
+    const auto status = nlohmann::json::parse(in).value("status", std::string());
+    if (status == "PASS") return 0;
+    if (status == "ERROR") return 3;
+    return 1;
+  } catch (const std::exception&) {
+    return gtest_rc;
+  }
+}
+
 }  // namespace
 
 int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
@@ -43,6 +62,7 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
     opts.config = std::string(CVS_SOURCE_DIR) + "/configs/cpu_jaxmaxtext_tiny_single.json";
   std::vector<char*> rest = {argv[0]};
   bool listing = false, has_output_flag = false;
+  std::string user_xml;  // --gtest_output=xml:FILE
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -79,6 +99,7 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
         rest.push_back(argv[i]);
       } else {
         listing |= a == "--gtest_list_tests";
+        if (a.rfind("--gtest_output=xml:", 0) == 0 && a.back() != '/') user_xml = a.substr(19);
         has_output_flag |= a.rfind("--gtest_output", 0) == 0;
         rest.push_back(argv[i]);
       }
@@ -107,9 +128,14 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   ::testing::UnitTest::GetInstance()->listeners().Append(new report::ReportListener);
   ::testing::AddGlobalTestEnvironment(new fixtures::ClusterEnvironment);
   const int rc = RUN_ALL_TESTS();
-  if (!listing)
-    std::fprintf(stderr, "cvs: junit   %s\n", (fixtures::Session::get().opts.output / "junit.xml").c_str());
-  return rc;
+  if (listing) return rc;
+  // gtest writes only <failure>: the stages that ended ERROR get <error> in the JUnit file.
+  std::filesystem::path junit = fixtures::Session::get().opts.output / "junit.xml";
+  if (has_output_flag) junit = user_xml;
+  if (!junit.empty() && !report::rewrite_junit_errors(junit))
+    spdlog::warn("could not mark the ERROR stages in {}", junit.string());
+  std::fprintf(stderr, "cvs: junit   %s\n", junit.c_str());
+  return exit_code(fixtures::Session::get().opts.output / "results.json", rc);
 }
 
 }  // namespace cvs::suites

@@ -47,6 +47,19 @@ J topology(const J& results, const J& sweep) {
   t["gpus_per_node"] = std::to_string(gpn);
   t["nodes"] = std::to_string(nodes);
   const auto& par = sweep.value("parallelism", J::object());
+  // The cards' topology keys from MaxText's mesh: each is ici_X x dcn_X (a -1 "fill the rest"
+  // axis or an absent one counts 1). MaxText's own keys stay beside them.
+  for (const auto& [card_key, axis] :
+       {std::pair{"tensor_parallel", "tensor"}, std::pair{"pipeline_parallel", "pipeline"},
+        std::pair{"context_parallel", "context"}, std::pair{"expert_parallel", "expert"}}) {
+    long long product = 1;
+    for (const char* level : {"ici_", "dcn_"}) {
+      const auto it = par.find(std::string(level) + axis + "_parallelism");
+      if (it != par.end() && it->is_number_integer() && it->get<long long>() > 0)
+        product *= it->get<long long>();
+    }
+    t[card_key] = std::to_string(product);
+  }
   for (auto it = par.begin(); it != par.end(); ++it) t[it.key()] = it.value().dump();
   t["sequence_length"] =
       sweep.value("effective_config", J::object()).value("max_target_length", std::string());
@@ -109,7 +122,9 @@ J make_card(const J& results, const std::string& today) {
                  {"last_10_steps_step_time_ms_avg", metric_or_null(m, "last_10_steps_step_time_ms_avg")},
                  {"last_10_steps_tokens_per_second_per_gpu_avg",
                   metric_or_null(m, "last_10_steps_tokens_per_second_per_gpu_avg")}};
-    if (m.contains("peak_memory_gb")) metrics["peak_memory_gb"] = m["peak_memory_gb"];
+    // MaxText's memstats "Using (GB)" is bytes_in_use / 2^30: GiB, the peak allocated. It prints
+    // no reserved figure, so peak_reserved_memory_gib is left out.
+    if (m.contains("peak_memory_gb")) metrics["peak_allocated_memory_gib"] = m["peak_memory_gb"];
     const std::string id =
         slugify(model + "-pretrain-performance-" + hardware + "-" + s.value("test_name", std::string()));
     entries.push_back(

@@ -1,5 +1,7 @@
 #include "cvs/cluster.hpp"
 
+#include <algorithm>
+
 #include <set>
 
 #include "cvs/config_error.hpp"
@@ -198,6 +200,13 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
     if (!found)
       issues.add("/head", "head " + h->dump() + " is not the name of a node", "name one of the nodes");
   }
+  // Head, rank 0 (JAX_PROCESS_INDEX 0 hosts JAX's coordinator), the coordinator address and the
+  // metrics source are one node: the head moves to the front, the others keep their order.
+  if (c.head != 0 && c.head < c.nodes.size()) {
+    std::rotate(c.nodes.begin(), c.nodes.begin() + static_cast<std::ptrdiff_t>(c.head),
+                c.nodes.begin() + static_cast<std::ptrdiff_t>(c.head) + 1);
+    c.head = 0;
+  }
   if (auto s = root.find("ssh"); s != root.end()) {
     if (!s->is_object()) {
       issues.add("/ssh", "ssh must be an object", "write {\"connect_timeout_s\": 10}");
@@ -246,8 +255,40 @@ Cluster load_cluster(const std::filesystem::path& file) {
   return parse_cluster(*text, file);
 }
 
+namespace {
+
+// {user-id} is "the cluster/OS username": the nodes' user when the cluster file gives one (the
+// same on every node), else this process's user. Nodes with different users leave it undefined.
+LoadOptions with_cluster_user(const std::filesystem::path& config_file, const Cluster& cluster,
+                              LoadOptions options) {
+  if (!options.user.empty()) return options;
+  std::string user;
+  std::string all;
+  bool differ = false;
+  for (const auto& n : cluster.nodes) {
+    if (n.user.empty()) continue;
+    if (user.empty()) user = n.user;
+    differ |= n.user != user;
+    if (all.find("'" + n.user + "'") == std::string::npos) all += (all.empty() ? "'" : ", '") + n.user + "'";
+  }
+  if (!differ) {
+    options.user = user;
+    return options;
+  }
+  const auto text = read_text_file(config_file);
+  if (text && text->find("{user-id}") != std::string::npos)
+    throw ConfigError(cluster.file.string(), "/nodes",
+                      "the nodes log in as different users (" + all + ") but " + config_file.string() +
+                          " uses {user-id} in its paths, which must be one user",
+                      "give every node the same user, or write those paths without {user-id}");
+  return options;
+}
+
+}  // namespace
+
 SuiteConfig load_config_for_cluster(const std::filesystem::path& config_file, const Cluster& cluster,
-                                    const LoadOptions& options) {
+                                    const LoadOptions& given) {
+  const LoadOptions options = with_cluster_user(config_file, cluster, given);
   if (cluster.overrides.empty()) return load_config(config_file, options);
   const auto text = read_text_file(config_file);
   if (!text) throw ConfigError(config_file.string(), "", "cannot read the config file", "check the path");

@@ -44,7 +44,7 @@ struct Cluster {
   SlurmOptions slurm;
   bool is_slurm() const { return scheduler == "slurm"; }
   std::vector<Node> nodes;
-  std::size_t head = 0;             // index into nodes
+  std::size_t head = 0;             // index into nodes: always 0 (the head is rank 0)
   std::string coordinator_address;  // address the other nodes use to reach the head
   SshOptions ssh;
   OrderedJson overrides = OrderedJson::object();  // JSON merge patch applied to the suite config

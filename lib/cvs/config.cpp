@@ -1,4 +1,5 @@
 #include "cvs/config.hpp"
+#include "cvs/rdma.hpp"
 #include "cvs/sha256.hpp"
 
 #include <pwd.h>
@@ -34,9 +35,9 @@ std::string to_string(OnInconclusive o) {
 }
 
 const std::vector<std::string>& launcher_owned_env() {
-  static const std::vector<std::string> v = {"JAX_COORDINATOR_IP", "NNODES",     "NODE_RANK",
-                                             "JAX_PROCESS_INDEX",  "HF_TOKEN",   "HF_HOME",
-                                             "LD_LIBRARY_PATH",    "PYTHONPATH", "XLA_FLAGS"};
+  static const std::vector<std::string> v = {
+      "JAX_COORDINATOR_IP", "NNODES",          "NODE_RANK",  "JAX_PROCESS_INDEX", "HF_TOKEN", "HF_HOME",
+      "HF_TOKEN_PATH",      "LD_LIBRARY_PATH", "PYTHONPATH", "XLA_FLAGS"};
   return v;
 }
 
@@ -835,6 +836,12 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
   read_statistics(root, rd, issues, c);
   read_sweeps(root, issues, c);
 
+  for (const auto& [k, v] : c.container.env)
+    if (k == "GLOO_SOCKET_IFNAME" && v.find(kChangeme) == std::string::npos)
+      if (auto why = gloo_ifname_problem(v); !why.empty())
+        issues.add("/container/env/GLOO_SOCKET_IFNAME",
+                   "GLOO_SOCKET_IFNAME must name exactly one interface: " + why,
+                   "name the one host interface Gloo binds, e.g. \"ens10f0\" (see `ip -br link`)");
   for (const auto& [k, v] : c.container.env)
     if (std::find(distributed_marker_env().begin(), distributed_marker_env().end(), k) !=
         distributed_marker_env().end())

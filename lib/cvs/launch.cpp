@@ -104,12 +104,15 @@ EnvList Launcher::node_env(std::size_t rank) const {
     if (!has_env(cenv, "JAX_CPU_COLLECTIVES_IMPLEMENTATION"))
       e.emplace_back("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "gloo");
   }
-  std::error_code ec;
-  if (!cfg_.paths.hf_token_file.empty() && fs::is_regular_file(cfg_.paths.hf_token_file, ec)) {
-    e.emplace_back("HF_TOKEN", read_text(cfg_.paths.hf_token_file));
-    e.emplace_back("HF_HOME", cfg_.paths.models_dir + "/huggingface");
-  }
+  for (auto& kv : hf_env()) e.push_back(std::move(kv));
   return e;
+}
+
+EnvList Launcher::hf_env() const {
+  // The token travels as the path of its file on the shared filesystem (Hugging Face reads
+  // HF_TOKEN_PATH), never as a value: no argv, `ps` or log on any node shows it.
+  if (cfg_.paths.hf_token_file.empty()) return {};
+  return {{"HF_TOKEN_PATH", cfg_.paths.hf_token_file}, {"HF_HOME", cfg_.paths.models_dir + "/huggingface"}};
 }
 
 std::vector<std::string> Launcher::agent_argv(std::size_t rank, const std::vector<std::string>& program,
@@ -293,8 +296,10 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     no.state = "not started";
     no.local_log = req.copy_dir / ("node-" + std::to_string(r)) / "training.log";
     fs::create_directories(no.local_log.parent_path(), ec);
-    if (fs::exists(no.local_log))
+    if (fs::exists(no.local_log)) {
+      out.infrastructure = true;
       return fail("refusing to overwrite the existing report copy " + no.local_log.string());
+    }
     copies[r] = std::make_unique<std::ofstream>(no.local_log, std::ios::binary);
     scanners[r] = std::make_unique<LogScanner>(cfg_.error_patterns);
   }
@@ -307,8 +312,10 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
       writes[r] = runtime_->exec_argv(agent::write_file(yamls[r], yaml, false), {});
     auto rs = fan_out(transport_, writes, std::chrono::seconds(60));
     for (std::size_t r = 0; r < n; ++r)
-      if (!rs[r].ok())
+      if (!rs[r].ok()) {
+        out.infrastructure = true;
         return fail(cluster_.nodes[r].name + ": writing " + yamls[r] + ": " + rs[r].describe());
+      }
   }
   // 2. Start training detached on every node at once.
   {
@@ -340,6 +347,7 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
       std::vector<std::vector<std::string>> stops(n);
       for (std::size_t r = 0; r < n; ++r) stops[r] = agent::stop(pids[r], 5);
       agent_fan_out(stops, std::chrono::seconds(60));
+      out.infrastructure = true;
       return fail(problems);
     }
   }
@@ -480,6 +488,12 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
           if (!std::isfinite(st.loss))
             nan_seen[r] = no.node + ": non-finite loss (" + std::to_string(st.loss) + ") at step " +
                           std::to_string(st.step);
+          // A NaN/Inf rate is a broken step too (CVS fails it): a timer or a counter went wrong.
+          for (const auto& [name, v] : {std::pair{"TFLOP/s/device", st.tflops_per_device},
+                                        std::pair{"Tokens/s/device", st.tokens_per_device}})
+            if (nan_seen[r].empty() && v && !std::isfinite(*v))
+              nan_seen[r] = no.node + ": non-finite " + name + " (" + std::to_string(*v) + ") at step " +
+                            std::to_string(st.step);
         }
         if (!nan_seen[r].empty()) errors.push_back(nan_seen[r]);
       }
@@ -559,6 +573,15 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     if (!failure.empty()) {
       stop_all();
       finish_scans();
+      // A node lost while streaming is the infrastructure's failure, unless the workload itself
+      // failed too (an error line, a NaN, an exit code): that is the verdict then.
+      bool workload = false;
+      for (std::size_t r = 0; r < n; ++r)
+        workload |= scanners[r]->result().first_error() || scanners[r]->result().abort ||
+                    !nan_seen[r].empty() || (out.nodes[r].state == "exited" && out.nodes[r].exit_code != 0);
+      bool lost_any = false;
+      for (const auto& l : lost) lost_any |= !l.empty();
+      out.infrastructure = lost_any && !workload;
       return fail(verdict());
     }
     if (req.stop_when && req.stop_when(scanners[0]->result().steps)) {

@@ -70,7 +70,10 @@ struct RunOutcome {
   bool timed_out = false;
   bool interrupted = false;
   bool stopped_early = false;  // stop_when said so: ok, but before the final step
-  std::string failure;         // one message with node and line, empty when ok
+  // The failure is the infrastructure's (a node unreachable, a start that failed, a log copy it
+  // refused to overwrite), not the workload's: an ERROR, not a FAIL.
+  bool infrastructure = false;
+  std::string failure;  // one message with node and line, empty when ok
   std::optional<ErrorMatch> first_error;
   std::string first_error_node;
   std::vector<NodeOutcome> nodes;  // rank order; nodes[0] is the head (metrics source)
@@ -107,9 +110,11 @@ class Launcher {
   // Always safe to call, also after a failed setup or twice.
   std::vector<std::string> teardown();
 
-  // The env injected into the training process on node `rank` (exposed for tests and reports;
-  // HF_TOKEN's value is never logged).
+  // The env injected into the training process on node `rank` (exposed for tests and reports).
   EnvList node_env(std::size_t rank) const;
+  // Hugging Face's env for training and the tokenizer download: HF_TOKEN_PATH (the token file's
+  // path, never its value) and HF_HOME; empty when paths.hf_token_file is empty.
+  EnvList hf_env() const;
   const std::string& train_script() const { return train_script_; }
   // The id of the image the head node's container runs ("" for the local runtime).
   const std::string& image_id() const { return image_id_; }

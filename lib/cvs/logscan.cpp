@@ -27,15 +27,20 @@ LogScanner::LogScanner(const std::vector<ErrorPattern>& patterns) : impl_(std::m
   RE2::Options opt;
   opt.set_log_errors(false);
   opt.set_max_mem(64 << 20);
+  // Error patterns match case-insensitively, as CVS's re.search(pattern, line, re.I) does: a
+  // pattern written for CVS catches "NCCL Error" and "nccl error" alike. MaxText's own event
+  // lines are matched exactly.
+  RE2::Options err_opt = opt;
+  err_opt.set_case_sensitive(false);
   std::string all;
   for (const auto& p : patterns) {
-    auto re = std::make_unique<RE2>(p.regex, opt);
+    auto re = std::make_unique<RE2>(p.regex, err_opt);
     if (!re->ok()) throw std::invalid_argument("invalid error pattern '" + p.name + "': " + re->error());
     if (!all.empty()) all += '|';
     all += "(?:" + p.regex + ")";
     impl_->each_error.emplace_back(p.name, std::move(re));
   }
-  if (!all.empty()) impl_->any_error = std::make_unique<RE2>(all, opt);
+  if (!all.empty()) impl_->any_error = std::make_unique<RE2>(all, err_opt);
   std::string ev;
   for (const auto& n : maxtext_line_needles()) {
     if (!ev.empty()) ev += '|';
@@ -71,10 +76,12 @@ void LogScanner::finish() {
   std::string chunk;
   chunk.swap(pending_);
   chunk += '\n';
-  process(chunk);
+  // A last line without its newline was cut mid-write (the writer died): "loss: 5.9" may be
+  // "loss: 5.905". It is still searched for errors, never parsed as a value.
+  process(chunk, false);
 }
 
-void LogScanner::process(std::string_view chunk) {
+void LogScanner::process(std::string_view chunk, bool events) {
   // chunk holds whole lines, each ending in '\n'.
   const long long first_line = result_.lines + 1;
   struct Hit {
@@ -97,7 +104,7 @@ void LogScanner::process(std::string_view chunk) {
     }
   };
   if (impl_->any_error) collect(*impl_->any_error, true);
-  collect(*impl_->any_event, false);
+  if (events) collect(*impl_->any_event, false);
   std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
     return a.line_start != b.line_start ? a.line_start < b.line_start : a.error > b.error;
   });

@@ -47,12 +47,13 @@ class LogScanner {
   // Feeds the next bytes of the log. Complete lines are processed; a trailing partial line is
   // kept until its newline arrives (or finish()).
   void feed(std::string_view data);
-  // Processes a final line that has no newline (the writer is done).
+  // The writer is done: a final line that has no newline is searched for error patterns but not
+  // parsed for MaxText events (a line cut mid-write would give a wrong value).
   void finish();
   const ScanResult& result() const { return result_; }
 
  private:
-  void process(std::string_view complete_lines);
+  void process(std::string_view complete_lines, bool events = true);
   void on_line(std::string_view line, long long line_no);
 
   struct Impl;

@@ -86,18 +86,18 @@ double mean(const std::vector<double>& v) {
   return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-// Work over time for per-step rates: with constant work per step, N / sum(1/rate_i) equals
-// total work / total time. A mean of rates would let one short step inflate the figure.
-// MaxText prints rates with 3 decimals: a step below 0.0005 reads 0.000, and its true rate is
-// then indistinguishable from 0, so the run's figure is reported as 0 rather than guessed.
-std::optional<double> harmonic_mean(const std::vector<double>& v) {
-  if (v.empty()) return std::nullopt;
-  double inv = 0;
-  for (double x : v) {
-    if (!(x > 0)) return 0.0;
-    inv += 1.0 / x;
+// Work over time: sum(rate_i x seconds_i) / sum(seconds_i), the total work of the steps over
+// their total time. A mean of rates would let one short step inflate the figure. MaxText prints
+// rates with 3 decimals: a step printed as 0.000 adds (almost) no work but still its time, so one
+// rounded step moves the figure by its share of the time instead of making it 0.
+std::optional<double> work_over_time(const std::vector<double>& rates, const std::vector<double>& secs) {
+  if (rates.empty() || rates.size() != secs.size()) return std::nullopt;
+  double work = 0, time = 0;
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    work += rates[i] * secs[i];
+    time += secs[i];
   }
-  return static_cast<double>(v.size()) / inv;
+  return time > 0 ? std::optional<double>(work / time) : std::nullopt;
 }
 
 }  // namespace
@@ -139,24 +139,30 @@ RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vect
     m.notes.push_back("no steady-state steps after dropping " + std::to_string(kWarmupSteps) +
                       " warm-up steps: throughput and step-time metrics need more steps");
   } else {
-    std::vector<double> secs, tflops, tokens;
+    std::vector<double> secs, tflops, tokens, tflops_secs, tokens_secs;
     for (const auto* s : steady) {
       secs.push_back(*s->seconds);
-      if (s->tflops_per_device) tflops.push_back(*s->tflops_per_device);
-      if (s->tokens_per_device) tokens.push_back(*s->tokens_per_device);
+      if (s->tflops_per_device) {
+        tflops.push_back(*s->tflops_per_device);
+        tflops_secs.push_back(*s->seconds);
+      }
+      if (s->tokens_per_device) {
+        tokens.push_back(*s->tokens_per_device);
+        tokens_secs.push_back(*s->seconds);
+      }
     }
     m.step_times_s = secs;
     set("step_time_seconds", mean(secs));
     set("step_time_mean_ms", mean(secs) * 1000.0);
     set("step_time_p50_ms", percentile(secs, 50) * 1000.0);
     set("step_time_p95_ms", percentile(secs, 95) * 1000.0);
-    if (auto t = harmonic_mean(tflops)) set("tflops_per_sec_per_gpu", *t);
-    if (auto k = harmonic_mean(tokens)) {
+    if (auto t = work_over_time(tflops, tflops_secs)) set("tflops_per_sec_per_gpu", *t);
+    if (auto k = work_over_time(tokens, tokens_secs)) {
       set("tokens_per_sec_per_gpu", *k);
       const double total = *k * ctx.num_nodes * ctx.gpus_per_node;
       set("tokens_per_sec_total", total);
       const auto& b = ctx.scaling_baseline;
-      if (b.tokens_per_sec_total > 0 && b.num_nodes > 0) {
+      if (b.tokens_per_sec_total > 0 && b.num_nodes > 0 && ctx.distributed) {
         const double ideal = b.tokens_per_sec_total * static_cast<double>(ctx.num_nodes) / b.num_nodes;
         set("scaling_efficiency_pct", 100.0 * total / ideal);
       }
@@ -172,10 +178,12 @@ RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vect
           mean(std::vector<double>(tokens.end() - static_cast<long>(n10), tokens.end())));
   }
 
-  // Loss curve: every sample_every-th step plus the milestone steps that the run reached.
+  // Loss curve: the first and the last step, every sample_every-th step and the milestone steps
+  // that the run reached (as CVS samples it: a short run still has a slope, its end counts).
   const auto& lc = ctx.loss_curve;
   for (const auto& s : steps) {
-    const bool sampled = lc.sample_every > 0 && s.step % lc.sample_every == 0;
+    const bool edge = &s == &steps.front() || &s == &steps.back();
+    const bool sampled = edge || (lc.sample_every > 0 && s.step % lc.sample_every == 0);
     const bool milestone =
         std::find(lc.milestone_steps.begin(), lc.milestone_steps.end(), s.step) != lc.milestone_steps.end();
     if ((sampled || milestone) && std::isfinite(s.loss)) m.sampled_curve.push_back({s.step, s.loss});

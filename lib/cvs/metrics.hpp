@@ -31,6 +31,7 @@ struct MetricsContext {
   ScalingBaseline scaling_baseline;
   Convergence convergence;
   LossCurve loss_curve;
+  bool distributed = false;  // scaling_efficiency_pct is a distributed metric (the spec's table)
   double confidence = 0.95;  // of the steady-state intervals (statistics.confidence)
 };
 

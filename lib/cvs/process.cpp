@@ -1,12 +1,15 @@
 #include "cvs/process.hpp"
 
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <utility>  // before Boost 1.74 asio: its awaitable.hpp uses std::exchange unincluded
 
 #include <boost/asio.hpp>
 #include <boost/process.hpp>
+#include <boost/process/extend.hpp>
 #include <deque>
 #include <memory>
 
@@ -61,6 +64,14 @@ void raise_fd_limit() {
 
 namespace {
 
+// Each child leads its own process group, so a timeout can kill what it forked too.
+struct NewProcessGroup : bp::extend::handler {
+  template <typename Executor>
+  void on_exec_setup(Executor&) const {
+    ::setpgid(0, 0);
+  }
+};
+
 struct Slot {
   Slot(asio::io_context& io, const ProcRequest& r, ProcResult& res)
       : req(r), result(res), out(io), err(io), timer(io) {}
@@ -107,13 +118,13 @@ class Runner {
     std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
     std::error_code ec;
     try {
-      slot->child = std::make_unique<bp::child>(exe, bp::args(args), bp::std_out > slot->out,
-                                                bp::std_err > slot->err, bp::std_in < bp::null, io_,
-                                                bp::on_exit([this, slot](int code, const std::error_code&) {
-                                                  slot->result.exit_code = code;
-                                                  done(slot);
-                                                }),
-                                                ec);
+      slot->child = std::make_unique<bp::child>(
+          exe, bp::args(args), bp::std_out > slot->out, bp::std_err > slot->err, bp::std_in < bp::null, io_,
+          NewProcessGroup{}, bp::on_exit([this, slot](int code, const std::error_code&) {
+            slot->result.exit_code = code;
+            done(slot);
+          }),
+          ec);
     } catch (const std::exception& e) {
       res.spawn_error = e.what();
       return;
@@ -129,8 +140,13 @@ class Runner {
     slot->timer.async_wait([slot](const boost::system::error_code& e) {
       if (e) return;
       slot->result.timed_out = true;
-      std::error_code ignore;
-      if (slot->child && slot->child->running(ignore)) slot->child->terminate(ignore);
+      // The whole group (a forked grandchild too), then our ends of its pipes: a process that
+      // left the group must not hold the result past its timeout.
+      const pid_t pgid = slot->child ? slot->child->id() : 0;
+      if (pgid > 1) ::kill(-pgid, SIGKILL);
+      boost::system::error_code ignore;
+      slot->out.close(ignore);
+      slot->err.close(ignore);
     });
   }
 

@@ -1,10 +1,13 @@
 #include "cvs/sweep.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <set>
 
 #include "cvs/config_error.hpp"
+
+#include <spdlog/spdlog.h>
 
 namespace cvs {
 namespace {
@@ -106,12 +109,32 @@ SweepKey parse_sweep_key(const std::string& key, const std::string& file, const 
   return out;
 }
 
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool nvidia(const std::string& l) {
+  for (const char* p : {"h100", "h200", "gb200", "b200"})
+    if (starts_with(l, p)) return true;
+  return false;
+}
+
+}  // namespace
+
 std::optional<std::string> fp8_flavor(const std::string& gpu_name) {
-  if (starts_with(gpu_name, "mi35")) return "fp8";
-  if (gpu_name == "mi300x" || gpu_name == "mi325x" || gpu_name == "mi3xx" || gpu_name == "mi300a")
-    return "nanoo_fp8";
-  if (gpu_name == "h100" || gpu_name == "h200" || gpu_name == "gb200" || gpu_name == "b200") return "fp8";
-  return std::nullopt;
+  const auto l = lower(gpu_name);
+  if (l == "cpu") return std::nullopt;
+  if (starts_with(l, "mi35") || nvidia(l)) return "fp8";
+  return "nanoo_fp8";
+}
+
+bool known_gpu_name(const std::string& gpu_name) {
+  const auto l = lower(gpu_name);
+  return l == "cpu" || l == "mi300x" || l == "mi325x" || l == "mi3xx" || l == "mi300a" ||
+         starts_with(l, "mi35") || nvidia(l);
 }
 
 nlohmann::ordered_json key_overrides(const SweepKey& key, const std::string& gpu_name,
@@ -129,6 +152,11 @@ nlohmann::ordered_json key_overrides(const SweepKey& key, const std::string& gpu
             "sweep key '" + key.text + "' asks for FP8 but gpu_name '" + gpu_name + "' has no FP8 flavor",
             "use PRECISION=BF16, or set gpu_name to mi300x/mi325x/mi3xx (nanoo_fp8), mi35x or "
             "h100/h200/gb200 (fp8)");
+      if (!known_gpu_name(gpu_name))
+        spdlog::warn(
+            "{}: gpu_name '{}' is not a label cvs-maxtext knows: sweep {} runs FP8 as {} (the spec's "
+            "rule: mi35* -> fp8, every other label -> nanoo_fp8)",
+            file, gpu_name, key.text, *flavor);
       o["quantization"] = *flavor;
     }
   }

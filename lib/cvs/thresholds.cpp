@@ -377,4 +377,26 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
   return e;
 }
 
+Evaluation evaluate_loss_curve(const RunMetrics& run, const LossCurve& lc, bool enforce_thresholds) {
+  Evaluation e;
+  e.metric = "loss_curve_slope";
+  e.actual = run.get(e.metric);
+  if (!e.actual) {
+    e.outcome = Outcome::NA;
+    e.message = "not produced by this run";
+    return e;
+  }
+  const bool ok = *e.actual < lc.max_slope;
+  e.message = "slope " + fmt(*e.actual) + (ok ? " < " : " >= ") + "max_slope " + fmt(lc.max_slope) +
+              " over " + std::to_string(run.sampled_curve.size()) + " sampled points";
+  if (!lc.enforce || !enforce_thresholds) {
+    e.outcome = Outcome::Record;
+    e.message += !lc.enforce ? " (loss_curve.enforce is false" : " (enforce_thresholds is false";
+    e.message += std::string(": would ") + (ok ? "PASS" : "FAIL") + ")";
+    return e;
+  }
+  e.outcome = ok ? Outcome::Pass : Outcome::Fail;
+  return e;
+}
+
 }  // namespace cvs

@@ -65,4 +65,9 @@ inline constexpr const char* kUncalibrated = "uncalibrated on this machine: run 
 Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
                            const std::vector<ThresholdSpec>* cell, bool enforce);
 
+// The loss_curve block's gate on loss_curve_slope, used when the cell does not name the metric:
+// the slope over the sampled points must be < max_slope. Enforced only when loss_curve.enforce
+// and enforce_thresholds are both true ("records values but does not fail" otherwise).
+Evaluation evaluate_loss_curve(const RunMetrics& run, const LossCurve& lc, bool enforce_thresholds);
+
 }  // namespace cvs

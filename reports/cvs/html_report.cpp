@@ -56,6 +56,7 @@ std::string badge(const std::string& outcome) {
   std::string cls = outcome == "PASS"           ? "pass"
                     : outcome == "FAIL"         ? "fail"
                     : outcome == "INCONCLUSIVE" ? "inconclusive"
+                    : outcome == "ERROR"        ? "error"
                     : outcome == "RECORD"       ? "record"
                                                 : "na";
   return "<span class=\"badge " + cls + "\">" + html_escape(outcome) + "</span>";
@@ -240,14 +241,14 @@ std::string thresholds_section(const ordered_json& r) {
 
 constexpr const char* kCss = R"CSS(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2430;background:#f5f6f8}
-header{padding:18px 28px;color:#fff}header.PASS{background:#1f7a3f}header.FAIL{background:#b3261e}
+header{padding:18px 28px;color:#fff}header.PASS{background:#1f7a3f}header.FAIL{background:#b3261e}header.ERROR{background:#6b2fa3}
 header h1{margin:0;font-size:22px}header p{margin:4px 0 0;opacity:.9}
 main{padding:18px 28px;max-width:1200px}section{background:#fff;border:1px solid #dde1e6;border-radius:6px;padding:14px 18px;margin:0 0 16px}
 h2{font-size:17px;margin:0 0 10px}h3{font-size:15px;margin:14px 0 6px}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eceef1;vertical-align:top}
 th{background:#f0f2f5;font-weight:600}td.num{font-variant-numeric:tabular-nums}
 .badge{display:inline-block;min-width:58px;text-align:center;border-radius:3px;padding:1px 6px;font-weight:600;font-size:12px;color:#fff}
-.pass{background:#1f7a3f}.fail{background:#b3261e}.inconclusive{background:#b26a00}.record{background:#5b6b7f}.na{background:#a7b0bb}
+.pass{background:#1f7a3f}.fail{background:#b3261e}.inconclusive{background:#b26a00}.error{background:#6b2fa3}.record{background:#5b6b7f}.na{background:#a7b0bb}
 td{overflow-wrap:anywhere}td code{word-break:break-all}.ivl{width:160px;height:18px;display:block}
 tr.differs td,tr.differs th{background:#fdf1dc}.ci{stroke:#1b62c4;stroke-width:4}.est{fill:#0b2e5c}.thr{stroke:#b3261e;stroke-width:2}.band{fill:#f3d9d7}
 .counts span{margin-right:14px}.muted{color:#6b7683}.err{background:#fdecea;border-left:4px solid #b3261e;padding:8px 10px;font-family:monospace;white-space:pre-wrap;word-break:break-all}
@@ -273,7 +274,7 @@ std::string render_html(const ordered_json& r) {
     << html_escape(r.value("started_at", std::string())) << "</p></header><main>";
 
   h << "<section><h2>Summary</h2><p class=\"counts\">";
-  for (const char* k : {"PASS", "FAIL", "INCONCLUSIVE", "RECORD", "N/A", "SKIPPED"})
+  for (const char* k : {"PASS", "FAIL", "ERROR", "INCONCLUSIVE", "RECORD", "N/A", "SKIPPED"})
     h << "<span>" << badge(k) << " " << r["counts"].value(k, 0) << "</span>";
   h << "</p>";
   h << gates_not_passed(r);

@@ -51,6 +51,50 @@ ordered_json run_json(const RunOutcome& o, const fs::path& base) {
   return j;
 }
 
+// The steady state the speed gates were decided on (step_stats.hpp).
+ordered_json steady_json(const SteadyState& st, double confidence) {
+  ordered_json steady = {{"found", st.found}, {"rule", "MSER-5"}, {"confidence", confidence}};
+  if (st.found) {
+    steady["first_step"] = st.first_step;
+    steady["steps"] = st.n;
+  } else {
+    steady["why"] = st.why;
+  }
+  if (st.drift) steady["drift_pct"] = number_or_null(100 * st.drift->relative);
+  ordered_json ivs = ordered_json::object();
+  for (const auto& [name, iv] : st.intervals)
+    ivs[name] = {{"estimate", number_or_null(iv.estimate)},
+                 {"lo", number_or_null(iv.lo)},
+                 {"hi", number_or_null(iv.hi)}};
+  steady["intervals"] = ivs;
+  return steady;
+}
+
+// Every evaluated metric of a sweep: value, outcome, message, interval, margin and its gate.
+ordered_json evaluations_json(const fixtures::SweepResult& sr) {
+  ordered_json evals = ordered_json::array();
+  for (const auto& name : tracked_metric_names()) {
+    auto e = sr.evaluations.find(name);
+    if (e == sr.evaluations.end()) continue;
+    ordered_json ej = {
+        {"metric", "training." + name},
+        {"value", e->second.actual ? number_or_null(*e->second.actual) : ordered_json(nullptr)},
+        {"outcome", to_string(e->second.outcome)},
+        {"message", e->second.message}};
+    if (e->second.interval)
+      ej["interval"] = {number_or_null(e->second.interval->lo), number_or_null(e->second.interval->hi)};
+    if (e->second.margin_pct) ej["margin_pct"] = number_or_null(*e->second.margin_pct);
+    if (e->second.spec) {
+      ej["kind"] = to_string(e->second.spec->kind);
+      ej["threshold"] = e->second.spec->value;
+      if (e->second.spec->tolerance_pct) ej["tolerance_pct"] = *e->second.spec->tolerance_pct;
+      if (!e->second.spec->reference.empty()) ej["reference"] = "training." + e->second.spec->reference;
+    }
+    evals.push_back(ej);
+  }
+  return evals;
+}
+
 // One sweep of results.json: its run, metrics, steady state, evaluations and effective config.
 ordered_json sweep_json(const fixtures::Session& s, const fixtures::SweepResult& sr, const fs::path& base) {
   const auto& c = s.cfg;
@@ -95,45 +139,11 @@ ordered_json sweep_json(const fixtures::Session& s, const fixtures::SweepResult&
     for (double t : sr.metrics->step_times_s) times.push_back(t * 1000.0);
     notes = sr.metrics->notes;
     sj["warmup_steps_dropped"] = sr.metrics->warmup_dropped;
-    const auto& st = sr.metrics->steady;
-    ordered_json steady = {{"found", st.found}, {"rule", "MSER-5"}, {"confidence", c.statistics.confidence}};
-    if (st.found) {
-      steady["first_step"] = st.first_step;
-      steady["steps"] = st.n;
-    } else {
-      steady["why"] = st.why;
-    }
-    ordered_json ivs = ordered_json::object();
-    for (const auto& [name, iv] : st.intervals)
-      ivs[name] = {{"estimate", number_or_null(iv.estimate)},
-                   {"lo", number_or_null(iv.lo)},
-                   {"hi", number_or_null(iv.hi)}};
-    steady["intervals"] = ivs;
-    sj["steady_state"] = steady;
+    sj["steady_state"] = steady_json(sr.metrics->steady, c.statistics.confidence);
     if (sr.metrics->first_nonfinite_step) sj["first_nonfinite_step"] = *sr.metrics->first_nonfinite_step;
   }
   sj["metrics"] = metrics;
-  ordered_json evals = ordered_json::array();
-  for (const auto& name : tracked_metric_names()) {
-    auto e = sr.evaluations.find(name);
-    if (e == sr.evaluations.end()) continue;
-    ordered_json ej = {
-        {"metric", "training." + name},
-        {"value", e->second.actual ? number_or_null(*e->second.actual) : ordered_json(nullptr)},
-        {"outcome", to_string(e->second.outcome)},
-        {"message", e->second.message}};
-    if (e->second.interval)
-      ej["interval"] = {number_or_null(e->second.interval->lo), number_or_null(e->second.interval->hi)};
-    if (e->second.margin_pct) ej["margin_pct"] = number_or_null(*e->second.margin_pct);
-    if (e->second.spec) {
-      ej["kind"] = to_string(e->second.spec->kind);
-      ej["threshold"] = e->second.spec->value;
-      if (e->second.spec->tolerance_pct) ej["tolerance_pct"] = *e->second.spec->tolerance_pct;
-      if (!e->second.spec->reference.empty()) ej["reference"] = "training." + e->second.spec->reference;
-    }
-    evals.push_back(ej);
-  }
-  sj["evaluations"] = evals;
+  sj["evaluations"] = evaluations_json(sr);
   sj["loss_curve"] = curve;
   sj["sampled_curve"] = sampled;
   sj["step_times_ms"] = times;
@@ -160,17 +170,18 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
   r["suite"] = s.opts.suite_name;
   r["started_at"] = s.started_at;
   r["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
-  std::map<std::string, int> counts = {{"PASS", 0},   {"FAIL", 0}, {"INCONCLUSIVE", 0},
+  std::map<std::string, int> counts = {{"PASS", 0},   {"FAIL", 0}, {"ERROR", 0},  {"INCONCLUSIVE", 0},
                                        {"RECORD", 0}, {"N/A", 0},  {"SKIPPED", 0}};
-  bool any_fail = false;
+  bool any_fail = false, any_error = false;
   ordered_json stages = ordered_json::array();
   for (const auto& t : tests) {
     std::string outcome = t.property("outcome");
     if (outcome.empty()) outcome = t.status;
-    if (t.status == "FAIL" && outcome != "INCONCLUSIVE") outcome = "FAIL";
+    if (t.status == "FAIL" && outcome != "INCONCLUSIVE" && outcome != "ERROR") outcome = "FAIL";
     if (t.status == "SKIPPED" && outcome != "N/A") outcome = "SKIPPED";
     counts[outcome]++;
-    any_fail |= t.status == "FAIL";
+    any_fail |= t.status == "FAIL" && outcome != "ERROR";
+    any_error |= outcome == "ERROR";
     ordered_json props = ordered_json::object();
     for (const auto& [k, v] : t.properties) props[k] = v;
     stages.push_back({{"test", t.full_name},
@@ -181,7 +192,8 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
                       {"seconds", t.seconds},
                       {"properties", props}});
   }
-  r["status"] = any_fail ? "FAIL" : "PASS";
+  // A missed gate is the verdict; without one, an infrastructure error means there is no verdict.
+  r["status"] = any_fail ? "FAIL" : (any_error ? "ERROR" : "PASS");
   r["counts"] = counts;
 
   const auto& c = s.cfg;

@@ -77,7 +77,7 @@ for key, s in r["sweeps"].items():
 rc=0
 taskset -c 0 "$cvs" run jaxmaxtext_single --config "$config" --output "$out/strict" --quiet --strict-provenance \
   '--gtest_filter=test_setup*' >"$out/strict.log" 2>&1 || rc=$?
-[[ $rc -eq 1 ]] || fail "--strict-provenance on one core: exit $rc, expected 1"
+[[ $rc -eq 3 ]] || fail "--strict-provenance on one core: exit $rc, expected 3 (ERROR)"
 grep -q "provenance differs from its calibration's .*cpu_count was '$(nproc)', now '1'" "$out/strict/results.json" \
   || fail "--strict-provenance: no setup failure naming cpu_count"
 base_thresholds="$(dirname "$config")/../thresholds/$(basename "${config%.json}")_threshold.json"

@@ -203,3 +203,29 @@ TEST_F(LauncherE2E, AMissingTrainScriptFailsSetupWithTheNode) {
 }
 
 }  // namespace
+
+TEST_F(LauncherE2E, ANonFiniteRateFailsTheRun) {
+  // A trainer (sh, not MaxText: no MaxText prints a NaN rate on demand) whose second step line
+  // carries TFLOP/s/device: nan, then hangs: the run fails at once, naming node, rate and step.
+  fs::create_directories(root);
+  const auto script = root / "nan_rate_trainer.sh";
+  std::ofstream(script) << "echo 'completed step: 0, seconds: 1.000, TFLOP/s/device: 0.500, Tokens/s/device: "
+                           "100.000, total_weights: 512, loss: 5.000' >&2\n"
+                           "echo 'completed step: 1, seconds: 1.000, TFLOP/s/device: nan, Tokens/s/device: "
+                           "100.000, total_weights: 512, loss: 4.900' >&2\n"
+                           "sleep 120\n";
+  auto j = base;
+  j["train_params"]["python"] = "/bin/sh";
+  j["train_params"]["train_script_paths"] = {script.string()};
+  auto c = config(j);
+  auto cl = cvs::default_cluster();
+  cvs::Launcher l(c, cl, fast());
+  ASSERT_TRUE(l.setup().empty());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto o = l.run(request(c, "nanrate", 10));
+  EXPECT_FALSE(o.ok);
+  EXPECT_NE(o.failure.find("localhost: non-finite TFLOP/s/device (nan) at step 1"), std::string::npos)
+      << o.failure;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60.0);
+  EXPECT_TRUE(session_gone(root / "LOGS/jaxmaxtext/nanrate/node-0/pid"));
+}

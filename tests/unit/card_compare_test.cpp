@@ -153,3 +153,34 @@ TEST(Compare, CliExitsNonZeroOnRegression) {
   EXPECT_EQ(again.exit_code, 2) << "never overwrites";
   fs::remove_all(dir);
 }
+
+TEST(Card, TopologyAndMemoryUseTheSharedCardsKeys) {
+  auto r = results();
+  auto& sweep = r["sweeps"]["BS=2,PRECISION=BF16,SL=128"];
+  sweep["parallelism"] = {{"ici_fsdp_parallelism", 8},
+                          {"ici_tensor_parallelism", 2},
+                          {"dcn_pipeline_parallelism", 4},
+                          {"dcn_data_parallelism", -1}};
+  sweep["metrics"]["peak_memory_gb"] = 61.5;
+  const auto card = cvs::make_card(r, "2026-12-03");
+  const auto& e = card["models"][0]["entries"][0];
+  const auto& topo = e["command_topologies"][0];
+  EXPECT_EQ(topo["tensor_parallel"], "2");
+  EXPECT_EQ(topo["pipeline_parallel"], "4");
+  EXPECT_EQ(topo["context_parallel"], "1");
+  EXPECT_EQ(topo["expert_parallel"], "1");
+  EXPECT_EQ(topo["ici_fsdp_parallelism"], "8") << "MaxText's own keys stay beside them";
+  EXPECT_DOUBLE_EQ(e["metrics"]["peak_allocated_memory_gib"].get<double>(), 61.5);
+  EXPECT_FALSE(e["metrics"].contains("peak_memory_gb"));
+  // Every topology and metric key we write is one the shared cards use.
+  std::set<std::string> theirs_topo, theirs_metrics;
+  for (const auto& t : shared_entries()) {
+    for (const auto& ct : t.value("command_topologies", J::array()))
+      for (auto it = ct.begin(); it != ct.end(); ++it) theirs_topo.insert(it.key());
+    const J metrics = t.value("metrics", J::object());
+    for (auto it = metrics.begin(); it != metrics.end(); ++it) theirs_metrics.insert(it.key());
+  }
+  for (const char* k : {"tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel"})
+    EXPECT_TRUE(theirs_topo.count(k)) << k;
+  EXPECT_TRUE(theirs_metrics.count("peak_allocated_memory_gib"));
+}

@@ -71,3 +71,31 @@ TEST(Cli, CalibrateRejectsBadInputWithExit2AndWritesNothing) {
   EXPECT_EQ(p.exit_code, 0) << p.out;
   EXPECT_NE(p.out.find("--repeats"), std::string::npos) << p.out;
 }
+
+TEST(Cli, EveryCommandAnswersHelpAndNamesTheOptionItRejectsWithExit2) {
+  const std::string cvs = CVS_BINARY;
+  for (const char* cmd : {"config", "metrics", "report", "card", "compare", "run", "calibrate"}) {
+    auto p = run_command(cvs + " " + cmd + " --help");
+    EXPECT_EQ(p.exit_code, 0) << cmd << ": " << p.out;
+    EXPECT_NE(p.out.find("cvs " + std::string(cmd)), std::string::npos) << cmd << ": " << p.out;
+  }
+  const std::string results = cvs::test::data("results/cpu_single_results.json").string();
+  auto p = run_command(cvs + " compare " + results + " " + results + " --tolerance-pct abc");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("--tolerance-pct"), std::string::npos) << p.out;
+  p = run_command(cvs + " metrics " + cvs::test::data("logs/cpu_tiny_12steps.log").string() + " --nodes two");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("--nodes"), std::string::npos) << p.out;
+  // A file that is not JSON is bad input (2), never "a regression" (1).
+  const std::string log = cvs::test::data("logs/cpu_tiny_12steps.log").string();
+  for (const std::string& cmd : {"report " + log, "card " + log + " --out /tmp/cvs_never_written.json",
+                                 "compare " + log + " " + results}) {
+    p = run_command(cvs + " " + cmd);
+    EXPECT_EQ(p.exit_code, 2) << cmd << ": " << p.out;
+    EXPECT_NE(p.out.find("is not valid JSON"), std::string::npos) << cmd << ": " << p.out;
+  }
+  p = run_command(cvs + " config list training/jaxmaxtext");
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  p = run_command(cvs + " config list training/other");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+}

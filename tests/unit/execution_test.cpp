@@ -8,8 +8,10 @@
 #include <thread>
 
 #include "cvs/cluster.hpp"
+#include "cvs/launch.hpp"
 #include "cvs/node_agent.hpp"
 #include "cvs/process.hpp"
+#include "cvs/rdma.hpp"
 #include "cvs/runtime.hpp"
 #include "cvs/transport.hpp"
 #include "test_helpers.hpp"
@@ -93,9 +95,10 @@ TEST(Cluster, ParsesNodesHeadAndSsh) {
                                   "head": "n2", "ssh": {"connect_timeout_s": 3}})",
       "c.json");
   ASSERT_EQ(c.nodes.size(), 2u);
-  EXPECT_EQ(c.nodes[0].name, "gpu-01");
-  EXPECT_EQ(c.nodes[0].transport, "ssh");
-  EXPECT_EQ(c.head, 1u);
+  EXPECT_EQ(c.nodes[0].name, "n2") << "the head is rank 0";
+  EXPECT_EQ(c.nodes[1].name, "gpu-01");
+  EXPECT_EQ(c.nodes[1].transport, "ssh");
+  EXPECT_EQ(c.head, 0u);
   EXPECT_EQ(c.coordinator_address, "10.0.0.2");
   EXPECT_EQ(c.ssh.connect_timeout_s, 3);
 }
@@ -307,4 +310,173 @@ TEST_F(NodeAgent, StopRefusesACorruptPidFileInsteadOfSignallingEverything) {
     auto r = run(cvs::agent::stop((dir / "pid").string(), 1));
     EXPECT_EQ(r.exit_code, 1) << "pid file '" << bad << "': " << r.describe();
   }
+}
+
+TEST(Cluster, TheHeadIsRankZeroCoordinatorAndMetricsSourceWhereverItIsListed) {
+  auto c = cvs::parse_cluster(R"({"nodes": [{"name": "a", "host": "127.0.0.1", "transport": "local"},
+                                             {"name": "b", "host": "localhost", "transport": "local"},
+                                             {"name": "c", "host": "127.0.0.2", "transport": "local"}],
+                                  "head": "b"})",
+                              "c.json");
+  ASSERT_EQ(c.nodes.size(), 3u);
+  EXPECT_EQ(c.nodes[0].name, "b");
+  EXPECT_EQ(c.nodes[1].name, "a");
+  EXPECT_EQ(c.nodes[2].name, "c");
+  EXPECT_EQ(c.coordinator_address, "localhost");
+  const auto cfg =
+      cvs::load_config(std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_distributed.json");
+  cvs::Launcher launcher(cfg, c, {});
+  auto value = [](const cvs::EnvList& env, const std::string& k) {
+    for (const auto& [n, v] : env)
+      if (n == k) return v;
+    return std::string("(unset)");
+  };
+  const auto head = launcher.node_env(0);
+  EXPECT_EQ(value(head, "JAX_PROCESS_INDEX"), "0");
+  EXPECT_EQ(value(head, "NODE_RANK"), "0");
+  EXPECT_EQ(value(head, "JAX_COORDINATOR_IP"), "localhost") << "the coordinator is the node of rank 0";
+  EXPECT_EQ(value(launcher.node_env(1), "JAX_PROCESS_INDEX"), "1");
+}
+
+namespace {
+// Processes whose command line matches the regex (pgrep -f); write a letter in brackets so the
+// shell running pgrep does not match itself.
+std::string live(const std::string& regex) {
+  return cvs::test::run_command("pgrep -f '" + regex + "' | tr '\\n' ' '").out;
+}
+}  // namespace
+
+TEST(Process, ATimeoutKillsWhatTheChildForkedAndReturnsAtTheTimeout) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = cvs::run_one({{"sh", "-c", "sleep 8.37 & sleep 8.37"}, std::chrono::milliseconds(300), "hung"});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(took, 3.0) << "returned after " << took << " s: it waited for a grandchild's pipe";
+  std::string left = live("slee[p] 8.37");
+  for (int i = 0; i < 30 && !left.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = live("slee[p] 8.37");
+  }
+  EXPECT_TRUE(left.empty()) << "the forked sleep survived the timeout: " << left;
+}
+
+TEST(Process, AGrandchildThatLeftTheGroupDoesNotHoldTheResultPastTheTimeout) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r =
+      cvs::run_one({{"sh", "-c", "setsid sleep 8.41 & sleep 8.41"}, std::chrono::milliseconds(300), "hung"});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  cvs::test::run_command("pkill -f 'slee[p] 8.41'");
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(took, 3.0) << "returned after " << took << " s";
+}
+
+TEST(Cluster, UserIdIsTheNodesUserWhenTheClusterFileGivesOne) {
+  const std::string cfg = std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_distributed.json";
+  auto c = cvs::parse_cluster(R"({"nodes": [{"name": "a", "host": "10.0.0.1", "user": "ops"},
+                                             {"name": "b", "host": "10.0.0.2", "user": "ops"}]})",
+                              "c.json");
+  EXPECT_EQ(cvs::load_config_for_cluster(cfg, c).paths.log_dir, "/tmp/ops/cvs-maxtext/LOGS/jaxmaxtext");
+  // Without a user in the cluster file: this process's user.
+  auto local = cvs::parse_cluster(R"({"nodes": ["10.0.0.1", "10.0.0.2"]})", "c.json");
+  EXPECT_EQ(cvs::load_config_for_cluster(cfg, local).paths.log_dir,
+            "/tmp/" + cvs::os_user() + "/cvs-maxtext/LOGS/jaxmaxtext");
+  // Different users and {user-id} in the paths: an error at the cluster file's nodes.
+  auto mixed = cvs::parse_cluster(R"({"nodes": [{"name": "a", "host": "10.0.0.1", "user": "ops"},
+                                                 {"name": "b", "host": "10.0.0.2", "user": "root"}]})",
+                                  "mixed.json");
+  try {
+    cvs::load_config_for_cluster(cfg, mixed);
+    FAIL() << "no error";
+  } catch (const cvs::ConfigError& e) {
+    EXPECT_TRUE(cvs::test::has_issue(e.issues(), "/nodes", "different users ('ops', 'root')"));
+  }
+}
+
+TEST(Rdma, NcclListsHaveThreeFormsAndPortSuffixes) {
+  using M = cvs::NcclList::Mode;
+  auto l = cvs::parse_nccl_list("mlx5_0:1,mlx5_1:1");
+  EXPECT_EQ(l.mode, M::Prefix);
+  EXPECT_EQ(l.names, (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
+  l = cvs::parse_nccl_list("=rdma0,rdma1");
+  EXPECT_EQ(l.mode, M::Exact);
+  EXPECT_EQ(l.names, (std::vector<std::string>{"rdma0", "rdma1"}));
+  l = cvs::parse_nccl_list("^mlx5_3");
+  EXPECT_EQ(l.mode, M::Exclude);
+  EXPECT_EQ(l.names, (std::vector<std::string>{"mlx5_3"}));
+  EXPECT_TRUE(cvs::parse_nccl_list("").names.empty());
+}
+
+TEST(Rdma, GlooSocketIfnameIsExactlyOneInterface) {
+  EXPECT_EQ(cvs::gloo_ifname_problem("ens10f0"), "");
+  EXPECT_NE(cvs::gloo_ifname_problem("eth0,eth1").find("several"), std::string::npos);
+  EXPECT_NE(cvs::gloo_ifname_problem("^lo").find("one interface"), std::string::npos);
+  auto j = cvs::test::spec_example_untagged();
+  j["container"]["env"]["GLOO_SOCKET_IFNAME"] = "ens1,ens2";
+  EXPECT_TRUE(
+      cvs::test::has_issue(cvs::test::issues_of(j), "/container/env/GLOO_SOCKET_IFNAME", "exactly one"));
+}
+
+namespace {
+// Runs the node-side RDMA check here, with a fake ibv_devices listing mlx5_0 and mlx5_1 first on PATH.
+cvs::ProcResult rdma_check(const cvs::EnvList& env) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cvs_rdma_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir / "ibv_devices");
+    f << "#!/bin/sh\nprintf '    device          \\t   node GUID\\n    ------          \\t----------------\\n"
+         "    mlx5_0          \\t0c42a10300a1b2c3\\n    mlx5_1          \\t0c42a10300a1b2c4\\n'\n";
+  }
+  std::filesystem::permissions(dir / "ibv_devices", std::filesystem::perms::owner_all);
+  auto argv = cvs::rdma_check_argv(env);
+  argv.insert(argv.begin(), {"env", "PATH=" + dir.string() + ":" + std::getenv("PATH")});
+  return cvs::run_one({argv, std::chrono::seconds(20), "rdma"});
+}
+}  // namespace
+
+TEST(Rdma, TheNodeCheckUnderstandsPrefixExactAndExclude) {
+  EXPECT_TRUE(rdma_check({{"NCCL_SOCKET_IFNAME", "lo"}, {"GLOO_SOCKET_IFNAME", "lo"}}).ok());
+  EXPECT_TRUE(rdma_check({{"NCCL_SOCKET_IFNAME", "l"}}).ok()) << "a prefix matches lo";
+  EXPECT_TRUE(rdma_check({{"NCCL_SOCKET_IFNAME", "^nosuch"}}).ok()) << "excluded interfaces need not exist";
+  auto r = rdma_check({{"NCCL_SOCKET_IFNAME", "=l"}});
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.out.find("interface l missing (NCCL_SOCKET_IFNAME, exact)"), std::string::npos) << r.out;
+  r = rdma_check({{"GLOO_SOCKET_IFNAME", "nosuch0"}});
+  EXPECT_NE(r.out.find("interface nosuch0 missing (GLOO_SOCKET_IFNAME)"), std::string::npos) << r.out;
+  // HCAs (IB in use): exact names, prefixes with ports, exclusions.
+  r = rdma_check({{"NCCL_IB_HCA", "=mlx5_0,mlx5_2:1"}});
+  EXPECT_NE(r.out.find("HCA mlx5_2 not listed by ibv_devices (NCCL_IB_HCA, exact)"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("HCA mlx5_0"), std::string::npos) << r.out;
+  r = rdma_check({{"NCCL_IB_HCA", "mlx5:1"}});
+  EXPECT_EQ(r.out.find("HCA "), std::string::npos) << "the prefix mlx5 matches: " << r.out;
+  r = rdma_check({{"NCCL_IB_HCA", "^mlx5_9"}});
+  EXPECT_EQ(r.out.find("HCA "), std::string::npos) << "an excluded HCA need not exist: " << r.out;
+  r = rdma_check({{"NCCL_IB_HCA", "=mlx5_0"}, {"NCCL_IB_DISABLE", "1"}});
+  EXPECT_TRUE(r.ok()) << "IB disabled: no IB checks: " << r.out;
+}
+
+TEST(Launcher, TheHuggingFaceTokenTravelsAsAFilePathNeverAsAValue) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cvs_hf_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / ".hf_token") << "hf_secret_do_not_print";
+  auto j = nlohmann::ordered_json::parse(
+      cvs::test::read_file(std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json"));
+  j["paths"]["hf_token_file"] = (dir / ".hf_token").string();
+  const auto cfg = cvs::load_config_text(j.dump(), std::string(CVS_SOURCE_ROOT) + "/configs/x.json",
+                                         {.user = "", .require_threshold_file = false});
+  auto cl = cvs::default_cluster();
+  cvs::Launcher launcher(cfg, cl, {});
+  for (const auto& env : {launcher.node_env(0), launcher.hf_env()}) {
+    bool path = false;
+    for (const auto& [k, v] : env) {
+      EXPECT_EQ(v.find("hf_secret"), std::string::npos) << k << " carries the token's value";
+      EXPECT_NE(k, "HF_TOKEN");
+      path |= k == "HF_TOKEN_PATH" && v == (dir / ".hf_token").string();
+    }
+    EXPECT_TRUE(path) << "HF_TOKEN_PATH names the token file";
+  }
+  // The argv of a command run with that env (what `ps` on the node shows) has no secret either.
+  const auto argv = launcher.runtime().exec_argv({"python3", "-c", "pass"}, launcher.hf_env());
+  for (const auto& a : argv) EXPECT_EQ(a.find("hf_secret"), std::string::npos) << a;
+  std::filesystem::remove_all(dir);
 }

@@ -70,6 +70,37 @@ TEST(LogScan, PartialLastLineWaitsForItsNewline) {
   EXPECT_DOUBLE_EQ(s.result().steps[0].loss, 5.25);
 }
 
+TEST(LogScan, ALastLineCutMidWriteIsSearchedForErrorsButNeverParsedAsAValue) {
+  cvs::LogScanner s(default_error_patterns());
+  s.feed(
+      "completed step: 2, seconds: 0.1, total_weights: 1, loss: 5.950\n"
+      "completed step: 3, seconds: 0.1, total_weights: 1, loss: 5.9");  // the writer died here
+  s.finish();
+  ASSERT_EQ(s.result().steps.size(), 1u) << "step 3's loss 5.9 may be 5.905: not a value";
+  EXPECT_EQ(s.result().steps.back().step, 2);
+  cvs::LogScanner e(default_error_patterns());
+  e.feed(
+      "completed step: 2, seconds: 0.1, total_weights: 1, loss: 5.950\nFatal Python error: Segmentation fa");
+  e.finish();
+  ASSERT_EQ(e.result().errors.size(), 1u) << "an error on the cut line still counts";
+  EXPECT_EQ(e.result().errors[0].line_no, 2);
+}
+
+TEST(LogScan, ErrorPatternsMatchCaseInsensitivelyAsCvsDoes) {
+  cvs::LogScanner s(std::vector<cvs::ErrorPattern>{{"NCCL error", "NCCL Error"}});
+  s.feed(
+      "rank 3: nccl error: unhandled system error\nrank 4: NCCL ERROR in ncclAllReduce\n"
+      "completed step: 1, seconds: 0.1, total_weights: 1, loss: 5.0\n");
+  ASSERT_EQ(s.result().errors.size(), 2u);
+  EXPECT_EQ(s.result().errors[0].line_no, 1);
+  EXPECT_EQ(s.result().errors[1].line_no, 2);
+  EXPECT_EQ(s.result().steps.size(), 1u);
+  // MaxText's own lines stay exact: an upper-cased step line is not a step.
+  cvs::LogScanner t(default_error_patterns());
+  t.feed("COMPLETED STEP: 1, SECONDS: 0.1, TOTAL_WEIGHTS: 1, LOSS: 5.0\n");
+  EXPECT_TRUE(t.result().steps.empty());
+}
+
 TEST(LogScan, ErrorPatternReportsNameLineAndNumber) {
   cvs::LogScanner s({{"NCCL ERROR", "NCCL ERROR|NCCL timeout"}, {"OOM", "RESOURCE_EXHAUSTED"}});
   s.feed("line one\nline two\nnode3: NCCL ERROR in ncclAllReduce\nRESOURCE_EXHAUSTED: out of HBM\n");

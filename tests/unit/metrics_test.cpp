@@ -33,20 +33,26 @@ TEST(Metrics, WarmupIsTheFirstTwoRecordsByPosition) {
 }
 
 TEST(Metrics, ThroughputIsWorkOverTimeNotAMeanOfRates) {
-  std::vector<cvs::StepRecord> s = {step(0, 9, 5), step(1, 9, 5), step(2, 1, 5, 100, 1000),
+  // The same work per step (3000 tokens) in 3 s and in 1 s.
+  std::vector<cvs::StepRecord> s = {step(0, 9, 5), step(1, 9, 5), step(2, 3, 5, 100, 1000),
                                     step(3, 1, 5, 300, 3000)};
   auto m = cvs::compute_metrics(s, {}, {});
-  EXPECT_DOUBLE_EQ(*m.get("tokens_per_sec_per_gpu"), 1500.0);  // 2 / (1/1000 + 1/3000)
+  EXPECT_DOUBLE_EQ(*m.get("tokens_per_sec_per_gpu"), 1500.0);  // 6000 tokens / 4 s, not (1000 + 3000) / 2
   EXPECT_DOUBLE_EQ(*m.get("tflops_per_sec_per_gpu"), 150.0);
   EXPECT_DOUBLE_EQ(*m.get("last_10_steps_tokens_per_second_per_gpu_avg"), 2000.0);
 }
 
-TEST(Metrics, ARateRoundedToZeroMakesTheFigureZeroNotMissing) {
+TEST(Metrics, ARateRoundedToZeroAddsItsTimeNotAZeroFigure) {
+  // MaxText prints 3 decimals: 0.000 on one step must not make the run's TFLOP/s 0.
   std::vector<cvs::StepRecord> s = {step(0, 1, 5), step(1, 1, 5), step(2, 1, 5, 0.0, 1000),
                                     step(3, 1, 5, 0.002, 1000)};
   auto m = cvs::compute_metrics(s, {}, {});
   ASSERT_TRUE(m.get("tflops_per_sec_per_gpu"));
-  EXPECT_EQ(*m.get("tflops_per_sec_per_gpu"), 0.0);
+  EXPECT_DOUBLE_EQ(*m.get("tflops_per_sec_per_gpu"), 0.001);
+  // A real 2-process CPU log whose rank 1 printed "TFLOP/s/device: 0.000" at step 2.
+  const auto r =
+      cvs::scan_log_file(cvs::test::data("logs/cpu_2proc_rank1.log"), cvs::default_error_patterns());
+  EXPECT_GT(*cvs::compute_metrics(r.steps, {}, {}).get("tflops_per_sec_per_gpu"), 0.0);
 }
 
 TEST(Metrics, TotalsAndScalingEfficiency) {
@@ -56,11 +62,16 @@ TEST(Metrics, TotalsAndScalingEfficiency) {
   ctx.num_nodes = 2;
   ctx.gpus_per_node = 8;
   ctx.scaling_baseline = {8000.0, 1};
+  ctx.distributed = true;
   auto m = cvs::compute_metrics(s, {}, ctx);
   EXPECT_DOUBLE_EQ(*m.get("tokens_per_sec_total"), 16000.0);
   EXPECT_DOUBLE_EQ(*m.get("scaling_efficiency_pct"), 100.0);
   ctx.scaling_baseline = {0.0, 1};
   EXPECT_FALSE(cvs::compute_metrics(s, {}, ctx).get("scaling_efficiency_pct")) << "0.0 disables it";
+  ctx.scaling_baseline = {8000.0, 1};
+  ctx.distributed = false;
+  EXPECT_FALSE(cvs::compute_metrics(s, {}, ctx).get("scaling_efficiency_pct"))
+      << "a single-node run has no scaling efficiency (N/A), even with a baseline";
 }
 
 TEST(Metrics, PercentilesInterpolate) {
@@ -93,9 +104,21 @@ TEST(Metrics, LossCurveSamplesEveryNAndMilestones) {
   ctx.loss_curve.sample_every = 10;
   ctx.loss_curve.milestone_steps = {5, 1000};
   auto m = cvs::compute_metrics(s, {}, ctx);
-  ASSERT_EQ(m.sampled_curve.size(), 4u);  // 0, 5, 10, 20
+  ASSERT_EQ(m.sampled_curve.size(), 5u);  // 0, 5, 10, 20 and the last step, 25
   EXPECT_EQ(m.sampled_curve[1].step, 5);
+  EXPECT_EQ(m.sampled_curve.back().step, 25);
   EXPECT_NEAR(*m.get("loss_curve_slope"), -0.1, 1e-12);
+}
+
+TEST(Metrics, AShortRunStillHasASlopeFromItsFirstAndLastStep) {
+  std::vector<cvs::StepRecord> s;
+  for (int i = 0; i < 8; ++i) s.push_back(step(i, 1, 6.0 - 0.5 * i));
+  cvs::MetricsContext ctx;
+  ctx.loss_curve.sample_every = 10;
+  const auto m = cvs::compute_metrics(s, {}, ctx);
+  ASSERT_EQ(m.sampled_curve.size(), 2u);  // step 0 (also every 10th) and step 7
+  EXPECT_EQ(m.sampled_curve.back().step, 7);
+  EXPECT_NEAR(*m.get("loss_curve_slope"), -0.5, 1e-12);
 }
 
 TEST(Metrics, ConvergenceUsesEvalLossWhenAutoAndEvalRan) {

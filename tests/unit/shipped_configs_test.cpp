@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include "cvs/config.hpp"
 #include "cvs/sweep.hpp"
@@ -218,6 +219,9 @@ TEST(ShippedConfigs, CvsConfigCopyWritesConfigAndThresholdsSideBySideAndNeverOve
   EXPECT_TRUE(fs::exists(dir / "mi300x_jaxmaxtext_llama-3.1-70b_single_threshold.json"));
   EXPECT_TRUE(fs::exists(dir / "mi325x_jaxmaxtext_llama-3.1-70b_single_threshold.json"));
   EXPECT_FALSE(fs::exists(dir / "mi325x_jaxmaxtext_llama-3.1-70b_distributed_threshold.json"));
+  EXPECT_FALSE(fs::exists(dir / "mi35x_jaxmaxtext_llama-3.1-70b_single_threshold.json"))
+      << "another GPU's threshold file of the same model is not one this config can use";
+  EXPECT_FALSE(fs::exists(dir / "h100_jaxmaxtext_llama-3.1-70b_single_threshold.json"));
   // The copy validates as the shipped file does: tagged until the user edits it.
   auto v = cvs::test::run_command(std::string(CVS_BINARY) + " config validate " +
                                   (dir / "mi3xx_jaxmaxtext_llama-3.1-70b_single.json").string());
@@ -226,5 +230,35 @@ TEST(ShippedConfigs, CvsConfigCopyWritesConfigAndThresholdsSideBySideAndNeverOve
                                       " config copy mi3xx_jaxmaxtext_llama-3.1-70b_single " + dir.string());
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.out.find("not overwriting"), std::string::npos) << again.out;
+  fs::remove_all(dir);
+}
+
+TEST(ShippedConfigs, DistributedConfigsUseTheSpecsParallelismAndTheSpecExampleItsContainerName) {
+  for (const auto& f : shipped()) {
+    const auto j = cvs::test::read_json(f);
+    if (f.stem().string().find("_distributed") == std::string::npos || j.value("gpu_name", "") == "cpu")
+      continue;
+    const auto& mc = j["train_params"]["maxtext_config"];
+    EXPECT_EQ(mc.value("dcn_data_parallelism", 0), -1)
+        << f.filename() << ": the spec's dcn_data_parallelism: -1";
+    EXPECT_FALSE(mc.contains("dcn_fsdp_parallelism")) << f.filename();
+    EXPECT_EQ(mc.value("ici_fsdp_parallelism", 0), 8) << f.filename();
+  }
+  // The spec's example is the llama-3.3-70b distributed config, key for key where it gives one.
+  const auto ours = cvs::test::read_json(kConfigs / "mi3xx_jaxmaxtext_llama-3.3-70b_distributed.json");
+  EXPECT_EQ(ours["container"]["name"], "rocm-jaxmaxtext-llama3.3-70b");
+}
+
+TEST(ShippedConfigs, CvsConfigCopyTakesTheSpecsTrainingJaxmaxtextName) {
+  auto dir = fs::temp_directory_path() / ("cvs_copy_spec_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto p = cvs::test::run_command(std::string(CVS_BINARY) +
+                                  " config copy training/jaxmaxtext/mi35x_jaxmaxtext_llama-3.1-70b_single " +
+                                  dir.string());
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  std::set<std::string> got;
+  for (const auto& e : fs::directory_iterator(dir)) got.insert(e.path().filename().string());
+  EXPECT_EQ(got, (std::set<std::string>{"mi35x_jaxmaxtext_llama-3.1-70b_single.json",
+                                        "mi35x_jaxmaxtext_llama-3.1-70b_single_threshold.json"}));
   fs::remove_all(dir);
 }

@@ -78,3 +78,20 @@ TEST(Sweep, LoggedQuantizationNormalizes) {
   EXPECT_EQ(cvs::normalize_quantization("QuantizationType.FP8"), "fp8");
   EXPECT_EQ(cvs::normalize_quantization("nanoo_fp8"), "nanoo_fp8");
 }
+
+TEST(SweepKey, Fp8FlavorFollowsTheSpecRuleCaseInsensitively) {
+  using cvs::fp8_flavor;
+  EXPECT_EQ(fp8_flavor("mi355x"), "fp8");
+  EXPECT_EQ(fp8_flavor("MI350X"), "fp8");
+  EXPECT_EQ(fp8_flavor("MI300X"), "nanoo_fp8") << "rejected before: upper case";
+  EXPECT_EQ(fp8_flavor("mi325x"), "nanoo_fp8");
+  EXPECT_EQ(fp8_flavor("H200"), "fp8");
+  EXPECT_EQ(fp8_flavor("gb200-nvl72"), "fp8");
+  EXPECT_EQ(fp8_flavor("mi400x"), "nanoo_fp8") << "unknown: the spec's else branch, with a warning";
+  EXPECT_FALSE(cvs::known_gpu_name("mi400x"));
+  EXPECT_TRUE(cvs::known_gpu_name("MI300X"));
+  EXPECT_FALSE(fp8_flavor("cpu"));
+  auto k = cvs::parse_sweep_key("BS=1,PRECISION=FP8", "f.json", "/sweeps/x");
+  EXPECT_EQ(cvs::key_overrides(k, "MI300X", "f.json", "/sweeps/x")["quantization"], "nanoo_fp8");
+  EXPECT_THROW(cvs::key_overrides(k, "cpu", "f.json", "/sweeps/x"), cvs::ConfigError);
+}

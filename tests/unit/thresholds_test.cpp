@@ -126,3 +126,20 @@ TEST(Thresholds, MalformedSpecsAreConfigErrorsWithPointers) {
   EXPECT_TRUE(cvs::test::has_issue(i, c + "/final_loss", "training."));
   EXPECT_TRUE(cvs::test::has_issue(i, "/BS=3,PRECISION=BF17", "BF17"));
 }
+
+TEST(Thresholds, TheLossCurveGateNeverFailsWhenThresholdsAreNotEnforced) {
+  auto m = metrics({{"loss_curve_slope", 0.3}});  // rising loss
+  cvs::LossCurve lc;
+  lc.max_slope = 0.0;
+  lc.enforce = true;
+  EXPECT_EQ(cvs::evaluate_loss_curve(m, lc, true).outcome, Outcome::Fail);
+  const auto rec = cvs::evaluate_loss_curve(m, lc, false);
+  EXPECT_EQ(rec.outcome, Outcome::Record) << "enforce_thresholds: false records values but does not fail";
+  EXPECT_NE(rec.message.find("enforce_thresholds is false: would FAIL"), std::string::npos) << rec.message;
+  lc.enforce = false;
+  EXPECT_EQ(cvs::evaluate_loss_curve(m, lc, true).outcome, Outcome::Record);
+  m = metrics({{"loss_curve_slope", -0.2}});
+  lc.enforce = true;
+  EXPECT_EQ(cvs::evaluate_loss_curve(m, lc, true).outcome, Outcome::Pass);
+  EXPECT_EQ(cvs::evaluate_loss_curve(metrics({}), lc, true).outcome, Outcome::NA);
+}

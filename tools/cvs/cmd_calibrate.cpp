@@ -36,6 +36,38 @@ int run_attached(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Runs the suite's setup and training runs `repeats` times; their results.json, or nothing when a
+// repeat did not pass (said on stderr).
+std::optional<std::vector<ordered_json>> run_repeats(const fs::path& exe, const std::string& config,
+                                                     const std::string& cluster, const fs::path& dir,
+                                                     int repeats,
+                                                     const std::vector<std::string>& suite_args) {
+  std::vector<ordered_json> results;
+  for (int i = 1; i <= repeats; ++i) {
+    const fs::path rdir = dir / ("repeat-" + std::to_string(i));
+    std::vector<std::string> argv = {exe.string(),
+                                     "--config",
+                                     config,
+                                     "--output",
+                                     rdir.string(),
+                                     "--quiet",
+                                     "--gtest_filter=test_setup*:sweep/test_training_run*"};
+    if (!cluster.empty()) argv.insert(argv.end(), {"--cluster", cluster});
+    argv.insert(argv.end(), suite_args.begin(), suite_args.end());
+    std::cerr << "cvs calibrate: repeat " << i << "/" << repeats << " -> " << rdir.string() << "\n";
+    const int rc = run_attached(argv);
+    std::ifstream in(rdir / "results.json");
+    if (rc != 0 || !in) {
+      std::cerr << "cvs calibrate: repeat " << i << " did not pass (exit " << rc << "; report "
+                << (rdir / "report.html").string()
+                << "): calibrate on a known-good node or cluster; nothing was written\n";
+      return std::nullopt;
+    }
+    results.push_back(ordered_json::parse(in));
+  }
+  return results;
+}
+
 }  // namespace
 
 // `cvs calibrate --config FILE [--cluster FILE] [--repeats N] [--out FILE]`: runs the config's
@@ -87,30 +119,9 @@ int cmd_calibrate(const Args& args) {
   const fs::path dest = out.empty() ? default_calibration_file(config, cluster) : fs::path(out);
   const fs::path dir =
       work.empty() ? fs::path("cvs-results") / ("calibrate-" + utc_now("%Y%m%d-%H%M%S")) : fs::path(work);
-  std::vector<ordered_json> results;
-  for (int i = 1; i <= repeats; ++i) {
-    const fs::path rdir = dir / ("repeat-" + std::to_string(i));
-    std::vector<std::string> argv = {exe.string(),
-                                     "--config",
-                                     config,
-                                     "--output",
-                                     rdir.string(),
-                                     "--quiet",
-                                     "--gtest_filter=test_setup*:sweep/test_training_run*"};
-    if (!cluster.empty()) argv.insert(argv.end(), {"--cluster", cluster});
-    argv.insert(argv.end(), suite_args.begin(), suite_args.end());
-    std::cerr << "cvs calibrate: repeat " << i << "/" << repeats << " -> " << rdir.string() << "\n";
-    const int rc = run_attached(argv);
-    std::ifstream in(rdir / "results.json");
-    if (rc != 0 || !in) {
-      std::cerr << "cvs calibrate: repeat " << i << " did not pass (exit " << rc << "; report "
-                << (rdir / "report.html").string()
-                << "): calibrate on a known-good node or cluster; nothing was written\n";
-      return kExitFail;
-    }
-    results.push_back(ordered_json::parse(in));
-  }
-  const auto file = build_calibration(results, base, rule, utc_now("%Y-%m-%d"));
+  const auto results = run_repeats(exe, config, cluster, dir, repeats, suite_args);
+  if (!results) return kExitFail;
+  const auto file = build_calibration(*results, base, rule, utc_now("%Y-%m-%d"));
   fs::create_directories(dest.parent_path().empty() ? fs::path(".") : dest.parent_path());
   if (fs::exists(dest)) {  // never lose an earlier calibration
     const fs::path kept =

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/card.hpp"
 #include "cvs/utc_time.hpp"
@@ -11,21 +12,17 @@ namespace cvs::cli {
 
 // `cvs card RESULTS.json [--out FILE]`: model-verification entries (Megatron-Bridge card schema).
 int cmd_card(const Args& args) {
-  if (args.empty() || (args.size() != 1 && !(args.size() == 3 && args[1] == "--out"))) {
-    std::cerr << "usage: cvs card RESULTS.json [--out FILE]   (default FILE: verification_card.json beside "
-                 "RESULTS.json)\n";
-    return kExitUsage;
-  }
-  std::ifstream in(args[0]);
-  if (!in) {
-    std::cerr << "cvs card: cannot read " << args[0] << "\n";
-    return kExitUsage;
-  }
-  const auto results = nlohmann::ordered_json::parse(in);
+  CLI::App app{"cvs card: a session as model-verification entries (the Megatron-Bridge card schema)",
+               "cvs card"};
+  std::string file, out_arg;
+  app.add_option("results", file, "a session's results.json")->required()->check(CLI::ExistingFile);
+  app.add_option("--out", out_arg, "the card to write (default: verification_card.json beside results.json)");
+  if (auto rc = parse_cli(app, args)) return *rc;
+  const auto results = read_results_json(file);
   const auto card = make_card(results, utc_now("%Y-%m-%d"));
   const std::filesystem::path out =
-      args.size() == 3 ? std::filesystem::path(args[2])
-                       : std::filesystem::path(args[0]).parent_path() / "verification_card.json";
+      !out_arg.empty() ? std::filesystem::path(out_arg)
+                       : std::filesystem::path(file).parent_path() / "verification_card.json";
   if (std::filesystem::exists(out)) {
     std::cerr << "cvs card: " << out << " exists; not overwriting it (pass --out)\n";
     return kExitUsage;

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/compare.hpp"
 
@@ -10,31 +11,18 @@ namespace cvs::cli {
 
 // `cvs compare OLD/results.json NEW/results.json [--tolerance-pct P] [--json]`: exit 1 on a regression.
 int cmd_compare(const Args& args) {
-  std::vector<std::string> files;
+  CLI::App app{"cvs compare: per sweep and metric, old and new values and the delta; exit 1 on a regression",
+               "cvs compare"};
+  std::string old_file, new_file;
   double tol = 5.0;
   bool json = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--tolerance-pct" && i + 1 < args.size())
-      tol = std::stod(args[++i]);
-    else if (args[i] == "--json")
-      json = true;
-    else
-      files.push_back(args[i]);
-  }
-  if (files.size() != 2 || tol < 0) {
-    std::cerr
-        << "usage: cvs compare OLD/results.json NEW/results.json [--tolerance-pct P (default 5)] [--json]\n";
-    return kExitUsage;
-  }
-  nlohmann::ordered_json docs[2];
-  for (int i = 0; i < 2; ++i) {
-    std::ifstream in(files[i]);
-    if (!in) {
-      std::cerr << "cvs compare: cannot read " << files[i] << "\n";
-      return kExitUsage;
-    }
-    docs[i] = nlohmann::ordered_json::parse(in);
-  }
+  app.add_option("old", old_file, "the earlier results.json")->required()->check(CLI::ExistingFile);
+  app.add_option("new", new_file, "the later results.json")->required()->check(CLI::ExistingFile);
+  app.add_option("--tolerance-pct", tol, "how much worse is a regression, % (default 5)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--json", json, "print the comparison as JSON");
+  if (auto rc = parse_cli(app, args)) return *rc;
+  const nlohmann::ordered_json docs[2] = {read_results_json(old_file), read_results_json(new_file)};
   const auto c = compare_results(docs[0], docs[1], tol);
   if (json) {
     std::cout << to_json(c, tol).dump(2) << "\n";

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <set>
 
+#include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/config.hpp"
 #include "cvs/config_error.hpp"
@@ -107,14 +108,16 @@ int copy(const std::string& name, const fs::path& dir) {
   std::string thr = j.value("threshold_json", std::string());
   const auto stem = src.stem().string();
   const auto thresholds_dir = configs_dir().parent_path() / "thresholds";
-  // mi3xx configs ship thresholds per platform: copy every candidate for this config.
-  const std::string suffix = stem.substr(stem.find('_'));
-  for (const auto& e : fs::directory_iterator(thresholds_dir)) {
-    const auto fn = e.path().filename().string();
-    if (fn == thr.substr(0, thr.find(' ')) || fn == stem + "_threshold.json" ||
-        (fn.size() > suffix.size() && fn.find(suffix + "_threshold.json") != std::string::npos))
-      files.push_back(e.path());
-  }
+  // Only the threshold files this config can use: its own, the one threshold_json names, and for
+  // an mi3xx_* config its platforms' (mi300x_*, mi325x_*) - never another GPU's file of the model.
+  std::vector<std::string> usable = {stem + "_threshold.json", thr.substr(0, thr.find(' '))};
+  if (stem.rfind("mi3xx_", 0) == 0)
+    for (const char* platform : {"mi300x_", "mi325x_"})
+      usable.push_back(platform + stem.substr(6) + "_threshold.json");
+  for (const auto& fn : usable)
+    if (!fn.empty() && fs::exists(thresholds_dir / fn) &&
+        std::find(files.begin(), files.end(), thresholds_dir / fn) == files.end())
+      files.push_back(thresholds_dir / fn);
   fs::create_directories(dir);
   for (const auto& f : files)
     if (fs::exists(dir / f.filename())) {
@@ -132,13 +135,36 @@ int copy(const std::string& name, const fs::path& dir) {
 
 }  // namespace
 
+// The spec's names: `training/jaxmaxtext` is the category, `training/jaxmaxtext/<name>` a config.
+constexpr const char* kCategory = "training/jaxmaxtext";
+
 int cmd_config(const Args& args) {
-  if (args.size() == 2 && args[0] == "validate") return validate(args[1]);
-  if (!args.empty() && args[0] == "list") return list();
-  if ((args.size() == 2 || args.size() == 3) && args[0] == "copy")
-    return copy(args[1], args.size() == 3 ? fs::path(args[2]) : fs::current_path());
-  std::cerr << "usage: cvs config validate FILE | cvs config list | cvs config copy NAME [DIR]\n";
-  return kExitUsage;
+  CLI::App app{"cvs config: check, list and copy suite configs", "cvs config"};
+  app.require_subcommand(1);
+  std::string file, category, name, dir;
+  auto* v =
+      app.add_subcommand("validate", "check a config and its threshold file; every error with its pointer");
+  v->add_option("file", file, "the config")->required();
+  auto* l = app.add_subcommand("list", "the shipped configs with GPU, mode and precisions");
+  l->add_option("category", category, std::string("only ") + kCategory + " (the spec's name) is shipped");
+  auto* c = app.add_subcommand(
+      "copy", "copy a shipped config and the threshold file(s) it can use (never overwrites)");
+  c->add_option("name", name, std::string("a config name, also as ") + kCategory + "/<name>")->required();
+  c->add_option("dir", dir, "where to (default: here)");
+  if (auto rc = parse_cli(app, args)) return *rc;
+  if (v->parsed()) return validate(file);
+  if (l->parsed()) {
+    while (!category.empty() && category.back() == '/') category.pop_back();
+    if (!category.empty() && category != kCategory) {
+      std::cerr << "cvs config list: no category '" << category << "'; the shipped configs are " << kCategory
+                << "\n";
+      return kExitUsage;
+    }
+    return list();
+  }
+  const std::string prefix = std::string(kCategory) + "/";
+  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
+  return copy(name, dir.empty() ? fs::current_path() : fs::path(dir));
 }
 
 }  // namespace cvs::cli

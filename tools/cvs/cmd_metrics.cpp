@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <sstream>
+#include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/config.hpp"
 #include "cvs/logscan.hpp"
@@ -13,44 +14,31 @@
 namespace cvs::cli {
 
 int cmd_metrics(const Args& args) {
+  CLI::App app{
+      "cvs metrics: the metrics of MaxText training logs as JSON (exit 1 on an error pattern or NaN)",
+      "cvs metrics"};
   std::vector<std::string> logs;
   MetricsContext ctx;
   std::vector<ErrorPattern> patterns = default_error_patterns();
-  std::string metrics_file;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    auto need = [&](const char* flag) -> std::string {
-      if (i + 1 >= args.size()) throw std::invalid_argument(std::string(flag) + " needs a value");
-      return args[++i];
-    };
-    if (args[i] == "--nodes") {
-      ctx.num_nodes = std::stoi(need("--nodes"));
-    } else if (args[i] == "--gpus-per-node") {
-      ctx.gpus_per_node = std::stoi(need("--gpus-per-node"));
-    } else if (args[i] == "--metrics-file") {
-      metrics_file = need("--metrics-file");
-    } else if (args[i] == "--config") {
-      auto cfg = load_config(need("--config"), {.user = "", .require_threshold_file = false});
-      ctx.scaling_baseline = cfg.scaling_baseline;
-      ctx.convergence = cfg.convergence;
-      ctx.loss_curve = cfg.loss_curve;
-      ctx.gpus_per_node = cfg.gpus_per_node;
-      patterns = cfg.error_patterns;
-    } else if (!args[i].empty() && args[i][0] == '-') {
-      std::cerr << "cvs metrics: unknown option " << args[i] << "\n";
-      return kExitUsage;
-    } else {
-      logs.push_back(args[i]);
-    }
+  std::string metrics_file, config;
+  app.add_option("logs", logs, "training.log files; the first is the metrics source")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--nodes", ctx.num_nodes, "nodes of the run")->check(CLI::Range(1, 1 << 20));
+  auto* gpn =
+      app.add_option("--gpus-per-node", ctx.gpus_per_node, "devices per node")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--metrics-file", metrics_file, "MaxText's JSON-lines metrics_file (full precision)");
+  app.add_option("--config", config, "a suite config: its error patterns, loss curve, convergence, baseline");
+  if (auto rc = parse_cli(app, args)) return *rc;
+  if (!config.empty()) {
+    auto cfg = load_config(config, {.user = "", .require_threshold_file = false});
+    ctx.scaling_baseline = cfg.scaling_baseline;
+    ctx.convergence = cfg.convergence;
+    ctx.loss_curve = cfg.loss_curve;
+    if (gpn->count() == 0) ctx.gpus_per_node = cfg.gpus_per_node;
+    patterns = cfg.error_patterns;
   }
-  if (logs.empty()) {
-    std::cerr << "usage: cvs metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE] [--metrics-file "
-                 "FILE]\n";
-    return kExitUsage;
-  }
-  if (ctx.num_nodes < 1 || ctx.gpus_per_node < 1) {
-    std::cerr << "cvs metrics: --nodes and --gpus-per-node must be >= 1\n";
-    return kExitUsage;
-  }
+  ctx.distributed = ctx.num_nodes > 1;
   nlohmann::ordered_json out;
   out["logs"] = logs;
   nlohmann::ordered_json errors = nlohmann::ordered_json::array();

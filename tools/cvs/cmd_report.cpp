@@ -2,6 +2,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/html_report.hpp"
 
@@ -9,20 +10,16 @@ namespace cvs::cli {
 
 // `cvs report RESULTS.json [--out FILE]`: re-renders the HTML report of a session.
 int cmd_report(const Args& args) {
-  if (args.empty() || (args.size() != 1 && !(args.size() == 3 && args[1] == "--out"))) {
-    std::cerr << "usage: cvs report RESULTS.json [--out report.html]\n";
-    return kExitUsage;
-  }
-  std::ifstream in(args[0]);
-  if (!in) {
-    std::cerr << "cvs report: cannot read " << args[0] << "\n";
-    return kExitUsage;
-  }
-  const auto results = nlohmann::ordered_json::parse(in);
+  CLI::App app{"cvs report: render the HTML report of a session from its results.json", "cvs report"};
+  std::string file, out;
+  app.add_option("results", file, "a session's results.json")->required()->check(CLI::ExistingFile);
+  app.add_option("--out", out, "the HTML file to write (default: standard output)");
+  if (auto rc = parse_cli(app, args)) return *rc;
+  const auto results = read_results_json(file);
   const std::string html = report::render_html(results);
-  if (args.size() == 3) {
-    std::ofstream(args[2]) << html;
-    std::cout << "wrote " << args[2] << "\n";
+  if (!out.empty()) {
+    std::ofstream(out) << html;
+    std::cout << "wrote " << out << "\n";
   } else {
     std::cout << html;
   }

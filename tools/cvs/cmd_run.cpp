@@ -1,11 +1,26 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
 
 namespace cvs::cli {
+
+nlohmann::ordered_json read_results_json(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw BadInput("cannot read " + file);
+  try {
+    auto j = nlohmann::ordered_json::parse(in);
+    if (!j.is_object() || !j.contains("sweeps"))
+      throw BadInput(file +
+                     " is not a results.json of cvs-maxtext (no \"sweeps\"): pass a session's results.json");
+    return j;
+  } catch (const nlohmann::json::parse_error& e) {
+    throw BadInput(file + " is not valid JSON: " + e.what());
+  }
+}
 
 std::filesystem::path suite_executable(const std::string& suite) {
   const auto self = std::filesystem::read_symlink("/proc/self/exe");
@@ -14,6 +29,11 @@ std::filesystem::path suite_executable(const std::string& suite) {
 
 // `cvs run SUITE [suite/gtest args...]` execs build/suites/SUITE (next to this binary's build tree).
 int cmd_run(const Args& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "usage: cvs run jaxmaxtext_single|jaxmaxtext_distributed [suite options and gtest flags]\n"
+                 "       (cvs run SUITE --help lists the suite's options)\n";
+    return kExitOk;
+  }
   if (args.empty() || (args[0] != "jaxmaxtext_single" && args[0] != "jaxmaxtext_distributed")) {
     std::cerr << "usage: cvs run jaxmaxtext_single|jaxmaxtext_distributed [--config FILE] [--cluster FILE] "
                  "[--output DIR] [--gtest_filter=...]\n";

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,14 @@ int cmd_card(const Args& args);       // cvs card RESULTS.json [--out FILE]
 int cmd_compare(const Args& args);    // cvs compare OLD NEW [--tolerance-pct P]
 int cmd_run(const Args& args);        // cvs run SUITE [args] (execs the suite binary)
 int cmd_calibrate(const Args& args);  // cvs calibrate --config FILE [--cluster FILE] [--repeats N]
+
+// Bad input that is not a config (a results.json that is not JSON): exit 2 in main.
+class BadInput : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// A results.json, or BadInput naming the file and what is wrong.
+nlohmann::ordered_json read_results_json(const std::string& file);
 
 // build/suites/SUITE beside this binary's build tree.
 std::filesystem::path suite_executable(const std::string& suite);

@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
     for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
     std::cerr << e.issues().size() << " error(s)\n";
     return cvs::cli::kExitUsage;
+  } catch (const cvs::cli::BadInput& e) {
+    std::cerr << "cvs " << cmd << ": " << e.what() << "\n";
+    return cvs::cli::kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "cvs " << cmd << ": " << e.what() << "\n";
     return cvs::cli::kExitFail;
