@@ -1,8 +1,11 @@
 #include "suite_main.hpp"
 
 #include <gtest/gtest.h>
-#include <spdlog/spdlog.h>
 
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -21,20 +24,52 @@
 namespace cvs::suites {
 namespace {
 
-constexpr const char* kHelp = R"(suite options (besides gtest's --gtest_filter, --gtest_output=xml:FILE, ...):
-  --config FILE           suite config (default: configs/cpu_jaxmaxtext_tiny_single.json for jaxmaxtext_single)
-  --cluster FILE          cluster file (default: one local node)
-  --output DIR            report folder (default: cvs-results/<suite>-<UTC time>; never reused)
-  --baseline FILE         an earlier results.json: the report gets a comparison section
-  --baseline-tolerance-pct P   regression tolerance for --baseline (default 5)
-  --thresholds FILE       threshold file to gate with instead of the config's threshold_json (default:
-                          this machine's calibration from `cvs calibrate` when there is one, else threshold_json)
-  --strict-provenance     fail setup when the run's provenance differs from its calibration's
-  --quiet                 no progress lines while training
-  --poll-interval-s S     seconds between polls of the node logs (default 5)
-  --startup-budget-s S    poll budget = startup + steps x per-step (default 1800)
-  --step-budget-s S       (default 120)
-)";
+// The suite's own options (CLI11); every other argument (gtest's --gtest_filter=..., --gtest_output=...)
+// passes through to gtest in its order.
+struct ParsedArgs {
+  std::vector<std::string> gtest;
+  bool help = false;
+};
+
+ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, int argc, char** argv) {
+  ParsedArgs out;
+  std::string config, cluster, output, baseline, thresholds;
+  double poll_s = 0;
+  app.set_help_flag();  // --help reaches gtest too, which lists its own flags after ours
+  app.allow_extras();
+  app.add_flag("-h,--help", out.help, "this help, then gtest's");
+  app.add_option("--config", config,
+                 "suite config (jaxmaxtext_single: configs/cpu_jaxmaxtext_tiny_single.json)");
+  app.add_option("--cluster", cluster, "cluster file (default: one local node)");
+  app.add_option("--output", output, "report folder (default: cvs-results/<suite>-<UTC time>; never reused)");
+  app.add_option("--baseline", baseline, "an earlier results.json: the report gets a comparison section");
+  app.add_option("--baseline-tolerance-pct", opts.baseline_tolerance_pct,
+                 "regression tolerance for --baseline")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--thresholds", thresholds,
+                 "threshold file instead of this machine's calibration (cvs calibrate) or threshold_json");
+  app.add_flag("--strict-provenance", opts.strict_provenance,
+               "fail setup when the run's provenance differs from its calibration's");
+  app.add_flag("--quiet", opts.quiet, "no progress lines while training");
+  app.add_option("--poll-interval-s", poll_s, "seconds between polls of the node logs (default 5)")
+      ->check(CLI::Range(0.01, 3600.0));
+  app.add_option("--startup-budget-s", opts.policy.startup_s,
+                 "poll budget = startup + steps x per-step (1800)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--step-budget-s", opts.policy.per_step_s, "seconds per step of the poll budget (120)")
+      ->check(CLI::PositiveNumber);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::reverse(args.begin(), args.end());
+  app.parse(args);  // CLI::ParseError: bad input
+  if (!config.empty()) opts.config = config;
+  opts.cluster = cluster;
+  opts.output = output;
+  opts.baseline = baseline;
+  opts.thresholds = thresholds;
+  if (poll_s > 0) opts.policy.interval = std::chrono::milliseconds(static_cast<long>(poll_s * 1000));
+  out.gtest = app.remaining();
+  return out;
+}
 
 // 0 every gate passed, 1 a gate failed (FAIL, or INCONCLUSIVE that fails), 3 no gate failed but
 // the infrastructure kept a stage from deciding (ERROR); gtest's own code when no results.json.
@@ -60,49 +95,26 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   opts.expected_mode = mode;
   if (mode == Mode::Single)
     opts.config = std::string(CVS_SOURCE_DIR) + "/configs/cpu_jaxmaxtext_tiny_single.json";
-  std::vector<char*> rest = {argv[0]};
+  std::vector<std::string> gtest_args;
   bool listing = false, has_output_flag = false;
   std::string user_xml;  // --gtest_output=xml:FILE
+  CLI::App app{std::string(suite_name) + ": the jaxmaxtext suite's options, besides gtest's", suite_name};
   try {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      auto value = [&]() -> std::string {
-        if (auto eq = a.find('='); eq != std::string::npos) return a.substr(eq + 1);
-        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-        return argv[++i];
-      };
-      auto is = [&](const char* flag) { return a == flag || a.rfind(std::string(flag) + "=", 0) == 0; };
-      if (is("--config"))
-        opts.config = value();
-      else if (is("--cluster"))
-        opts.cluster = value();
-      else if (is("--output"))
-        opts.output = value();
-      else if (is("--baseline"))
-        opts.baseline = value();
-      else if (is("--baseline-tolerance-pct"))
-        opts.baseline_tolerance_pct = std::stod(value());
-      else if (is("--thresholds"))
-        opts.thresholds = value();
-      else if (a == "--strict-provenance")
-        opts.strict_provenance = true;
-      else if (a == "--quiet")
-        opts.quiet = true;
-      else if (is("--poll-interval-s"))
-        opts.policy.interval = std::chrono::milliseconds(static_cast<long>(std::stod(value()) * 1000));
-      else if (is("--startup-budget-s"))
-        opts.policy.startup_s = std::stod(value());
-      else if (is("--step-budget-s"))
-        opts.policy.per_step_s = std::stod(value());
-      else if (a == "--help" || a == "-h") {
-        std::fputs(kHelp, stdout);
-        rest.push_back(argv[i]);
-      } else {
-        listing |= a == "--gtest_list_tests";
-        if (a.rfind("--gtest_output=xml:", 0) == 0 && a.back() != '/') user_xml = a.substr(19);
-        has_output_flag |= a.rfind("--gtest_output", 0) == 0;
-        rest.push_back(argv[i]);
-      }
+    auto parsed = parse_suite_options(app, opts, argc, argv);
+    if (parsed.help) {  // nothing is set up or run
+      std::cout << app.help()
+                << "\ngtest's flags pass through in their order, e.g. --gtest_filter=PATTERN "
+                   "(--gtest_filter=-*smoke*, "
+                   "--gtest_filter=*FP8*), --gtest_list_tests, --gtest_output=xml:FILE (default: "
+                   "<output>/junit.xml), "
+                   "--gtest_repeat=N.\n";
+      return 0;
+    }
+    for (const auto& a : parsed.gtest) {
+      listing |= a == "--gtest_list_tests";
+      if (a.rfind("--gtest_output=xml:", 0) == 0 && a.back() != '/') user_xml = a.substr(19);
+      has_output_flag |= a.rfind("--gtest_output", 0) == 0;
+      gtest_args.push_back(a);
     }
     if (opts.config.empty())
       throw ConfigError(
@@ -115,13 +127,19 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
     for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
     std::cerr << e.issues().size() << " error(s); nothing was run\n";
     return 2;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << suite_name << ": " << e.what() << "\n" << app.help();
+    return 2;
   } catch (const std::exception& e) {
-    std::cerr << suite_name << ": " << e.what() << "\n" << kHelp;
+    std::cerr << suite_name << ": " << e.what() << "\n";
     return 2;
   }
   // JUnit XML for Jenkins next to the report unless the caller chose a place.
-  std::string xml = "--gtest_output=xml:" + (fixtures::Session::get().opts.output / "junit.xml").string();
-  if (!has_output_flag && !listing) rest.push_back(xml.data());
+  if (!has_output_flag && !listing)
+    gtest_args.push_back("--gtest_output=xml:" +
+                         (fixtures::Session::get().opts.output / "junit.xml").string());
+  std::vector<char*> rest = {argv[0]};
+  for (auto& a : gtest_args) rest.push_back(a.data());
   int n = static_cast<int>(rest.size());
   rest.push_back(nullptr);
   ::testing::InitGoogleTest(&n, rest.data());

@@ -99,3 +99,26 @@ TEST(Cli, EveryCommandAnswersHelpAndNamesTheOptionItRejectsWithExit2) {
   p = run_command(cvs + " config list training/other");
   EXPECT_EQ(p.exit_code, 2) << p.out;
 }
+
+TEST(Cli, TheSuitesAndGpuProbeParseTheirOptionsWithCli11) {
+  const std::string suite = CVS_SUITE_SINGLE;
+  auto p = run_command(suite + " --poll-interval-s abc");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("--poll-interval-s"), std::string::npos) << p.out;
+  p = run_command(suite + " --baseline-tolerance-pct -3");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("--baseline-tolerance-pct"), std::string::npos) << p.out;
+  p = run_command(suite + " --help");
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("--strict-provenance"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("--gtest_filter"), std::string::npos) << "gtest's own flags follow: " << p.out;
+  // gtest's flags pass through in their order.
+  p = run_command(suite + " --config " + std::string(CVS_SOURCE_ROOT) +
+                  "/configs/cpu_jaxmaxtext_tiny_single.json --gtest_list_tests '--gtest_filter=test_smoke*'");
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("bf16_smoke"), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find("containers_and_devices"), std::string::npos) << p.out;
+  p = run_command(std::string(CVS_GPU_PROBE) + " --bogus");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("--bogus"), std::string::npos) << p.out;
+}

@@ -2,7 +2,8 @@
 // CVS_WITH_HIP) it lists devices, architecture, HBM total and free, and runs a short on-device
 // sanity kernel; without it (or with no HIP device) it falls back to rocm-smi --json, amd-smi
 // --json and nvidia-smi --query-gpu. "no GPU" is a typed result (exit 3), not a crash.
-// Exit: 0 devices found, 3 no GPU, 1 the probe itself failed.
+// Exit: 0 devices found, 3 no GPU, 1 the probe itself failed, 2 bad usage.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
@@ -41,18 +42,14 @@ cvs::GpuProbe probe_with_tools() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"gpu_probe: this node's GPUs as JSON (exit 0 GPUs, 3 no GPU, 1 the probe failed, 2 bad usage)",
+               "gpu_probe"};
   bool tools_only = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--tools-only")
-      tools_only = true;
-    else if (a == "--help" || a == "-h") {
-      std::puts("usage: gpu_probe [--tools-only]   (JSON on stdout; exit 0 GPUs, 3 no GPU, 1 error)");
-      return 0;
-    } else {
-      std::fprintf(stderr, "gpu_probe: unknown option %s\n", argv[i]);
-      return 1;
-    }
+  app.add_flag("--tools-only", tools_only, "skip the HIP runtime: amd-smi, rocm-smi, nvidia-smi only");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
   }
   cvs::GpuProbe p;
   if (!tools_only) p = cvs::hip_probe();
