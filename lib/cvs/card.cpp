@@ -86,9 +86,12 @@ J make_card(const J& results, const std::string& today) {
     std::string gates;
     for (const auto& st : stages) {
       const auto outcome = st.value("outcome", std::string());
-      fails += outcome == "FAIL";
+      // A gate without evidence (INCONCLUSIVE) or a stage the infrastructure kept from deciding
+      // (ERROR) verifies nothing, whatever on_inconclusive made of it.
+      fails += outcome == "FAIL" || outcome == "INCONCLUSIVE" || outcome == "ERROR";
       const auto& p = st.value("properties", J::object());
-      if (!p.contains("metric") || (outcome != "PASS" && outcome != "FAIL")) continue;
+      if (!p.contains("metric") || (outcome != "PASS" && outcome != "FAIL" && outcome != "INCONCLUSIVE"))
+        continue;
       passes += outcome == "PASS";
       gates += (gates.empty() ? "" : "; ") + p.value("metric", std::string()) + " " +
                p.value("value", std::string()) + " " + p.value("threshold_kind", std::string("")) + " " +

@@ -95,6 +95,21 @@ TEST(Card, AFailedGateLeavesTheEntryUnverified) {
   EXPECT_EQ(card["models"][0]["entries"][1]["status"], "verified") << "the other sweep is unaffected";
 }
 
+TEST(Card, AnInconclusiveOrErroredGateLeavesTheEntryUnverifiedEvenWhenItPassed) {
+  for (const char* outcome : {"INCONCLUSIVE", "ERROR"}) {
+    auto r = results();
+    for (auto& st : r["stages"])
+      if (st["test"].get<std::string>().find("BS_2__PRECISION_BF16__SL_128__final_loss") !=
+          std::string::npos) {
+        st["outcome"] = outcome;
+        st["status"] = "PASS";  // on_inconclusive: pass lets the test pass; the card must not
+      }
+    const auto card = cvs::make_card(r, "2026-12-03");
+    EXPECT_EQ(card["models"][0]["entries"][0]["status"], "unverified") << outcome;
+    EXPECT_EQ(card["models"][0]["entries"][1]["status"], "verified") << outcome;
+  }
+}
+
 TEST(Compare, IdenticalRunsHaveNoRegression) {
   auto c = cvs::compare_results(results(), results(), 5.0);
   EXPECT_FALSE(c.any_regression());
