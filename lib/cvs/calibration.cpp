@@ -124,13 +124,10 @@ ordered_json build_calibration(const std::vector<ordered_json>& results,
   }
   ordered_json cal;
   cal["rule"] =
-      "per sweep and speed metric over the repeats' steady-state estimates: centre = median, spread = 1.4826 "
-      "x "
-      "MAD, h = median interval half-width, slack = max(1 + (k x spread + h) / centre, 1.05 x the worst "
-      "repeat's "
-      "interval end / centre) clamped to [1 + min_slack, 1 + max_slack]; min gate = centre / slack, max gate "
-      "= "
-      "centre x slack";
+      std::string("per sweep and speed metric over the repeats' steady-state estimates: ") +
+      "centre = median, spread = 1.4826 x MAD, h = median interval half-width, " +
+      "slack = max(1 + (k x spread + h) / centre, 1.05 x the worst repeat's interval end / centre) " +
+      "clamped to [1 + min_slack, 1 + max_slack]; min gate = centre / slack, max gate = centre x slack";
   cal["k"] = rule.k;
   cal["min_slack_pct"] = rule.min_slack_pct;
   cal["max_slack_pct"] = rule.max_slack_pct;

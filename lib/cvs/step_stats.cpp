@@ -170,6 +170,11 @@ const std::vector<std::string>& interval_metric_names() {
   return v;
 }
 
+bool has_interval(const std::string& metric) {
+  const auto& v = interval_metric_names();
+  return std::find(v.begin(), v.end(), metric) != v.end();
+}
+
 namespace {
 
 // Work per step (rate x seconds) over the steady records, when every one has the rate and at

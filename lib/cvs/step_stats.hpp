@@ -77,6 +77,7 @@ double lag1_autocorrelation(const std::vector<double>& x);
 
 // The metrics steady_state gives intervals for: the speed metrics gated on intervals.
 const std::vector<std::string>& interval_metric_names();
+bool has_interval(const std::string& metric);
 
 // Intervals for the speed metrics of one run, from its step records (head node).
 struct SteadyState {

@@ -213,16 +213,18 @@ ThresholdFile load_thresholds(const std::filesystem::path& file) {
 }
 
 bool is_speed_metric(const std::string& metric) {
-  const auto& iv = interval_metric_names();
-  return std::find(iv.begin(), iv.end(), metric) != iv.end() || metric.rfind("last_10_steps_", 0) == 0 ||
-         metric == "scaling_efficiency_pct";
+  return has_interval(metric) || metric.rfind("last_10_steps_", 0) == 0 || metric == "scaling_efficiency_pct";
+}
+
+bool loss_curve_gated(const LossCurve& lc, bool enforce_thresholds) {
+  return lc.enforce && enforce_thresholds;
 }
 
 namespace {
 
 // Where the interval [lo, hi] lies against the gate: +1 clears it, -1 wholly fails it, 0 straddles.
-int interval_side(ThresholdKind k, const Interval& i, const ThresholdSpec& s) {
-  switch (k) {
+int interval_side(const Interval& i, const ThresholdSpec& s) {
+  switch (s.kind) {
     case ThresholdKind::Min:
     case ThresholdKind::MinTokS:
       return i.lo >= s.value ? 1 : (i.hi < s.value ? -1 : 0);
@@ -261,7 +263,7 @@ void decide_on_interval(Evaluation& e, const RunMetrics& run, bool enforce) {
     const bool higher_better = s.kind == ThresholdKind::Min || s.kind == ThresholdKind::MinTokS;
     e.margin_pct = (higher_better ? 1 : -1) * (i.estimate - s.value) / std::fabs(s.value) * 100.0;
   }
-  const int side = interval_side(s.kind, i, s);
+  const int side = interval_side(i, s);
   std::string bound = to_string(s.kind) + " " + fmt(s.value) + unit(s.kind);
   if (s.kind == ThresholdKind::Within) bound = fmt(s.value) + " +/- " + fmt(*s.tolerance_pct) + "%";
   std::string cmp =
@@ -367,9 +369,7 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
     return e;
   }
   const auto& s = *e.spec;
-  if (std::isfinite(a) && interval_kind(s.kind) &&
-      std::find(interval_metric_names().begin(), interval_metric_names().end(), metric) !=
-          interval_metric_names().end()) {
+  if (std::isfinite(a) && interval_kind(s.kind) && has_interval(metric)) {
     decide_on_interval(e, run, enforce);
     return e;
   }
@@ -389,7 +389,7 @@ Evaluation evaluate_loss_curve(const RunMetrics& run, const LossCurve& lc, bool 
   const bool ok = *e.actual < lc.max_slope;
   e.message = "slope " + fmt(*e.actual) + (ok ? " < " : " >= ") + "max_slope " + fmt(lc.max_slope) +
               " over " + std::to_string(run.sampled_curve.size()) + " sampled points";
-  if (!lc.enforce || !enforce_thresholds) {
+  if (!loss_curve_gated(lc, enforce_thresholds)) {
     e.outcome = Outcome::Record;
     e.message += !lc.enforce ? " (loss_curve.enforce is false" : " (enforce_thresholds is false";
     e.message += std::string(": would ") + (ok ? "PASS" : "FAIL") + ")";

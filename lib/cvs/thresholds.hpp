@@ -69,5 +69,7 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
 // the slope over the sampled points must be < max_slope. Enforced only when loss_curve.enforce
 // and enforce_thresholds are both true ("records values but does not fail" otherwise).
 Evaluation evaluate_loss_curve(const RunMetrics& run, const LossCurve& lc, bool enforce_thresholds);
+// Whether that gate can fail a run (both switches on).
+bool loss_curve_gated(const LossCurve& lc, bool enforce_thresholds);
 
 }  // namespace cvs

@@ -183,6 +183,18 @@ std::string quantization_label(const ordered_json& effective) {
   return q.empty() ? "bf16" : q;
 }
 
+// The threshold and margin cells of a gate (the sweep tables and the summary's failing gates).
+std::string threshold_cell(const ordered_json& e) {
+  if (!e.contains("kind")) return "&mdash;";
+  std::string thr = e["kind"].get<std::string>() + " " + val(e["threshold"]);
+  if (e.contains("tolerance_pct")) thr += " &plusmn;" + val(e["tolerance_pct"]) + "%";
+  return thr;
+}
+
+std::string margin_cell(const ordered_json& e) {
+  return e.contains("margin_pct") ? fmt(e["margin_pct"].get<double>(), "%+.1f") + " %" : "&mdash;";
+}
+
 // Every gate that did not pass, first on the page: sweep, metric, value, threshold, margin.
 std::string gates_not_passed(const ordered_json& r) {
   std::ostringstream h;
@@ -194,13 +206,10 @@ std::string gates_not_passed(const ordered_json& r) {
       if (rows++ == 0)
         h << "<h3>Gates that did not pass</h3><table><tr><th>Sweep</th><th>Metric</th><th>Value</th><th>"
              "Interval</th><th>Threshold</th><th>Margin</th><th>Outcome</th></tr>";
-      std::string thr = e.contains("kind") ? e["kind"].get<std::string>() + " " + val(e["threshold"]) : "";
-      if (e.contains("tolerance_pct")) thr += " &plusmn;" + val(e["tolerance_pct"]) + "%";
       h << "<tr><td><code>" << html_escape(it.key()) << "</code></td><td><code>"
         << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">" << val(e["value"])
-        << "</td><td>" << interval_cell(e) << "</td><td>" << thr << "</td><td class=\"num\">"
-        << (e.contains("margin_pct") ? fmt(e["margin_pct"].get<double>(), "%+.1f") + " %" : "&mdash;")
-        << "</td><td>" << badge(o) << "</td></tr>";
+        << "</td><td>" << interval_cell(e) << "</td><td>" << threshold_cell(e) << "</td><td class=\"num\">"
+        << margin_cell(e) << "</td><td>" << badge(o) << "</td></tr>";
     }
   if (rows) h << "</table>";
   return h.str();
@@ -329,14 +338,10 @@ std::string render_html(const ordered_json& r) {
     std::set<std::string> shown;
     for (const auto& e : s.value("evaluations", ordered_json::array())) {
       shown.insert(e["metric"].get<std::string>());
-      std::string thr =
-          e.contains("kind") ? e["kind"].get<std::string>() + " " + val(e["threshold"]) : "&mdash;";
-      if (e.contains("tolerance_pct")) thr += " &plusmn;" + val(e["tolerance_pct"]) + "%";
       h << "<tr><td><code>" << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">"
-        << val(e["value"]) << "</td><td>" << thr << "</td><td>" << interval_cell(e)
-        << "</td><td class=\"num\">"
-        << (e.contains("margin_pct") ? fmt(e["margin_pct"].get<double>(), "%+.1f") + " %" : "&mdash;")
-        << "</td><td>" << badge(e["outcome"].get<std::string>()) << "</td><td>"
+        << val(e["value"]) << "</td><td>" << threshold_cell(e) << "</td><td>" << interval_cell(e)
+        << "</td><td class=\"num\">" << margin_cell(e) << "</td><td>"
+        << badge(e["outcome"].get<std::string>()) << "</td><td>"
         << html_escape(e.value("message", std::string())) << "</td></tr>";
     }
     const auto metrics = s.value("metrics", ordered_json::object());
