@@ -482,6 +482,13 @@ void read_container(const OrderedJson& root, Reader& rd, IssueList& issues, Cont
   }
   if (c.runtime != "docker" && c.runtime != "podman" && c.runtime != "local")
     issues.add(P + "/runtime/name", "unknown runtime '" + c.runtime + "'", "use docker, podman or local");
+  if (c.runtime == "podman" && !c.args.gpus.empty() && c.args.gpus != "all" &&
+      c.args.gpus.rfind("device=", 0) != 0)
+    issues.add(P + "/runtime/args/gpus",
+               "podman passes NVIDIA GPUs through CDI (--device nvidia.com/gpu=...), which has no GPU "
+               "count: \"" +
+                   c.args.gpus + "\"",
+               "write \"all\" or \"device=0,1,...\"");
   if (c.runtime != "local" && c.name.empty())
     issues.add(P + "/name", "container name is empty",
                "set a unique container name, e.g. \"cvs-jaxmaxtext\"");

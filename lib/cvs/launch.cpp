@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cvs/container_check.hpp"
 #include "cvs/local_log_stream.hpp"
 #include "cvs/maxtext_yaml.hpp"
 #include "cvs/node_agent.hpp"
@@ -68,6 +69,10 @@ void install_interrupt_handler() {
 Launcher::Launcher(const SuiteConfig& cfg, Cluster& cluster, PollPolicy policy)
     : cfg_(cfg), cluster_(cluster), policy_(policy), runtime_(make_runtime(cfg)), transport_(cluster) {
   raise_fd_limit();
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  labels_.config_sha256 = cfg.sha256;
+  labels_.controller = std::string(host) + ":" + std::to_string(::getpid());
 }
 
 Launcher::~Launcher() {
@@ -192,6 +197,106 @@ void Launcher::cancel_slurm_steps() const {
   spdlog::warn("slurm: steps of job {} still listed after scancel", id);
 }
 
+std::vector<std::string> Launcher::per_node_problems(const std::vector<ProcResult>& rs,
+                                                     const std::string& what) const {
+  std::vector<std::string> problems;
+  for (std::size_t i = 0; i < rs.size(); ++i)
+    if (!rs[i].ok())
+      problems.push_back(cluster_.nodes[i].name + ": " + what + ": " +
+                         (is_unreachable(cluster_.nodes[i], rs[i]) ? "node unreachable: " : "") +
+                         rs[i].describe());
+  return problems;
+}
+
+std::vector<std::string> Launcher::clear_container_name() {
+  std::vector<std::string> problems;
+  const auto timeout = std::chrono::minutes(2);
+  auto rs = fan_out(transport_, std::vector(cluster_.nodes.size(), runtime_->labels_argv()), timeout);
+  const std::string& name = cfg_.container.name;
+  const std::string cli = runtime_->name();
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const auto& node = cluster_.nodes[i].name;
+    const auto e = classify_existing(rs[i].ok(), rs[i].out, rs[i].err);
+    using S = ExistingContainer::State;
+    if (e.state == S::Free) continue;
+    if (e.state == S::Unknown) {
+      problems.push_back(
+          node + ": " + cli + " could not tell whether a container named " + name +
+          " exists: " + (is_unreachable(cluster_.nodes[i], rs[i]) ? "node unreachable: " : "") +
+          (e.detail.empty() ? rs[i].describe() : e.detail));
+    } else if (e.state == S::Foreign) {
+      problems.push_back(
+          node + ": a container named " + name + " exists that cvs-maxtext did not start (no " + kSuiteLabel +
+          " label): remove it (`" + cli + " rm --force " + name +
+          "`) or set container.name (/container/name) to another name in " + cfg_.file.string());
+    } else if (controller_alive(e.controller, labels_.controller.substr(0, labels_.controller.rfind(':')))) {
+      problems.push_back(node + ": container " + name + " belongs to a running session (" + e.session +
+                         ", process " + e.controller +
+                         "): wait for it, or set container.name (/container/name)"
+                         " to another name in " +
+                         cfg_.file.string());
+    } else {
+      spdlog::warn("{}: removing container {} left by an earlier session ({}{})", node, name,
+                   e.session.empty() ? "session unknown" : e.session,
+                   e.controller.empty() ? "" : ", started by process " + e.controller);
+      auto rm =
+          run_one({transport_.wrap(cluster_.nodes[i], runtime_->teardown_argv()), timeout, cli + " rm"});
+      if (!rm.ok())
+        problems.push_back(node + ": removing the stale container " + name + ": " + rm.describe());
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> Launcher::launch_containers() {
+  const auto timeout = std::chrono::minutes(10);
+  auto problems = clear_container_name();
+  if (!problems.empty()) return problems;
+  spdlog::info("launching container {} ({}) on {} node(s) with {}", cfg_.container.name, cfg_.container.image,
+               cluster_.nodes.size(), runtime_->name());
+  for (const auto& a : runtime_->adjustments()) spdlog::info("{}", a);
+  launched_ = true;  // teardown must run even if only some nodes started it
+  auto launch = runtime_->launch_argv(labels_);
+  problems = per_node_problems(fan_out(transport_, std::vector(cluster_.nodes.size(), launch), timeout),
+                               runtime_->name() + " run");
+  if (!problems.empty()) return problems;
+  problems = check_containers();
+  if (!problems.empty()) return problems;
+  // Provenance: the image's content id as the head's engine resolved it.
+  auto id = run_one({transport_.wrap(cluster_.nodes[0], runtime_->image_id_argv()), timeout, "image id"});
+  if (id.ok()) image_id_ = id.out.substr(0, id.out.find('\n'));
+  return problems;
+}
+
+std::vector<std::string> Launcher::check_containers() const {
+  const auto timeout = std::chrono::minutes(2);
+  const auto n = cluster_.nodes.size();
+  const auto probe = namespace_probe_argv(cfg_.container);
+  auto inspect = fan_out(transport_, std::vector(n, runtime_->inspect_argv()), timeout);
+  auto outside = fan_out(transport_, std::vector(n, probe), timeout);
+  auto inside = exec_all(probe, timeout);
+  const auto engine = static_cast<const ContainerRuntime&>(*runtime_).engine();
+  std::vector<std::string> problems;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& node = cluster_.nodes[i].name;
+    std::vector<std::string> found;
+    try {
+      if (!inspect[i].ok()) throw std::runtime_error(inspect[i].describe());
+      found = check_inspect(nlohmann::json::parse(inspect[i].out), cfg_.container, engine, labels_);
+    } catch (const std::exception& e) {
+      found.push_back(std::string("inspect failed: ") + e.what());
+    }
+    if (!outside[i].ok() || !inside[i].ok())
+      found.push_back("namespace probe failed: " + (outside[i].ok() ? inside[i] : outside[i]).describe());
+    else
+      for (auto& p : check_namespaces(cfg_.container, outside[i].out, inside[i].out)) found.push_back(p);
+    for (const auto& f : found)
+      problems.push_back(node + ": container " + cfg_.container.name + ": " + f + " (" + cfg_.file.string() +
+                         " /container/runtime/args)");
+  }
+  return problems;
+}
+
 std::vector<std::string> Launcher::setup() {
   std::vector<std::string> problems;
   const auto timeout = std::chrono::minutes(10);
@@ -200,23 +305,11 @@ std::vector<std::string> Launcher::setup() {
     if (!problems.empty()) return problems;
   }
   auto check = [&](const std::vector<ProcResult>& rs, const std::string& what) {
-    for (std::size_t i = 0; i < rs.size(); ++i)
-      if (!rs[i].ok())
-        problems.push_back(cluster_.nodes[i].name + ": " + what + ": " +
-                           (is_unreachable(cluster_.nodes[i], rs[i]) ? "node unreachable: " : "") +
-                           rs[i].describe());
+    for (auto& p : per_node_problems(rs, what)) problems.push_back(std::move(p));
   };
-  auto launch = runtime_->launch_argv();
-  if (!launch.empty()) {
-    spdlog::info("launching container {} ({}) on {} node(s)", cfg_.container.name, cfg_.container.image,
-                 cluster_.nodes.size());
-    launched_ = true;  // teardown must run even if only some nodes started it
-    std::vector<std::vector<std::string>> per_node(cluster_.nodes.size(), launch);
-    check(fan_out(transport_, per_node, timeout), runtime_->name() + " run");
+  if (runtime_->is_container()) {
+    problems = launch_containers();
     if (!problems.empty()) return problems;
-    // Provenance: the image's content id as the head's engine resolved it.
-    auto id = run_one({transport_.wrap(cluster_.nodes[0], runtime_->image_id_argv()), timeout, "image id"});
-    if (id.ok()) image_id_ = id.out.substr(0, id.out.find('\n'));
   }
   const auto& tp = cfg_.train_params;
   if (!tp.maxtext_branch.empty()) {

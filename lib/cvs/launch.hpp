@@ -119,6 +119,13 @@ class Launcher {
   // The id of the image the head node's container runs ("" for the local runtime).
   const std::string& image_id() const { return image_id_; }
   const Runtime& runtime() const { return *runtime_; }
+  // The labels of the containers this launcher starts: suite and session name them (the
+  // controller host:pid and the config's sha256 are set at construction).
+  void set_container_identity(const std::string& suite, const std::string& session) {
+    labels_.suite = suite;
+    labels_.session = session;
+  }
+  const ContainerLabels& container_labels() const { return labels_; }
   const Transport& transport() const { return transport_; }
   std::string run_dir(const std::string& run_name) const;
 
@@ -126,6 +133,13 @@ class Launcher {
   // Slurm: salloc --no-shell, then the hosts of SLURM_JOB_NODELIST (rank order) become the nodes
   // and the first is the coordinator. Returns problems.
   std::vector<std::string> allocate();
+  // Container runtimes: remove a container of the configured name that an earlier session left
+  // (or refuse: not ours, or in use), launch on every node, then check what reached it.
+  std::vector<std::string> launch_containers();
+  std::vector<std::string> clear_container_name();
+  std::vector<std::string> check_containers() const;
+  std::vector<std::string> per_node_problems(const std::vector<ProcResult>& rs,
+                                             const std::string& what) const;
   // Cancels every step of the allocation (after a run was stopped).
   void cancel_slurm_steps() const;
   // Runs one node-agent program per node where the agent lives: on the node (through the runtime
@@ -143,6 +157,7 @@ class Launcher {
   PollPolicy policy_;
   std::unique_ptr<Runtime> runtime_;
   Transport transport_;
+  ContainerLabels labels_;
   std::string train_script_;
   std::string image_id_;
   bool launched_ = false;

@@ -12,6 +12,23 @@ set -euo pipefail
 NS=(cvs-a cvs-b)
 ADDR=(10.231.0.1 10.231.0.2)
 
+# Each test host gets its own podman engine, as a real node has: a storage root, a run root and
+# a per-boot folder of its own (file locks inside it), chosen through CONTAINERS_CONF and
+# CONTAINERS_STORAGE_CONF set by that host's sshd. The engine settings of this machine's
+# /etc/containers/containers.conf (tests/containers/engine_setup.sh) are copied in. Unused by tests
+# that start no container.
+podman_node_engine() {
+  local dir=$1 n=$2 d=$1/podman-$2
+  mkdir -p "$d"
+  printf '[storage]\ndriver = "overlay"\ngraphroot = "%s/storage"\nrunroot = "%s/run"\n' "$d" "$d" > "$d/storage.conf"
+  {
+    printf '[engine]\ntmp_dir = "%s/tmp"\nlock_type = "file"\n' "$d"
+    if [[ -f /etc/containers/containers.conf ]]; then
+      sed -e '/^\[engine\]$/d' /etc/containers/containers.conf
+    fi
+  } > "$d/containers.conf"
+}
+
 up() {
   local dir=$1
   mkdir -p "$dir" /run/sshd
@@ -33,6 +50,10 @@ up() {
     ip -n "${NS[$i]}" link set cvs0 up
     ip -n "${NS[$i]}" link set lo up
   done
+  if mountpoint -q /sys/fs/cgroup && ! mountpoint -q /run/cvs-netns-cgroup; then
+    mkdir -p /run/cvs-netns-cgroup
+    mount --rbind /sys/fs/cgroup /run/cvs-netns-cgroup || true
+  fi
   rm -f "$dir/id_ed25519" "$dir/id_ed25519.pub" "$dir/known_hosts"
   ssh-keygen -q -t ed25519 -N '' -C cvs-test-only -f "$dir/id_ed25519"
   for i in 0 1; do
@@ -53,8 +74,15 @@ UsePAM no
 MaxSessions 64
 MaxStartups 64:30:128
 AcceptEnv LANG
+SetEnv CONTAINERS_CONF=$dir/podman-$n/containers.conf CONTAINERS_STORAGE_CONF=$dir/podman-$n/storage.conf
 CFG
-    ip netns exec "$n" /usr/sbin/sshd -f "$dir/sshd_$n.conf" -E "$dir/sshd_$n.log"
+    podman_node_engine "$dir" "$n"
+    # `ip netns exec` mounts a fresh /sys, which hides the cgroup mounts a container engine needs
+    # ("runc create failed: no cgroup mount found in mountinfo"): bind them back from a copy.
+    # shellcheck disable=SC2016 # $1 and $2 are the inner sh's arguments
+    ip netns exec "$n" sh -c 'if [ -d /run/cvs-netns-cgroup/cpu ] || mountpoint -q /run/cvs-netns-cgroup; then
+        mount --rbind /run/cvs-netns-cgroup /sys/fs/cgroup; fi; exec /usr/sbin/sshd -f "$1" -E "$2"' \
+      cvs-sshd "$dir/sshd_$n.conf" "$dir/sshd_$n.log"
   done
   local proxy="ProxyCommand=ip netns exec cvs-a nc %h %p"
   cat > "$dir/cluster.json" <<JSON

@@ -22,12 +22,14 @@ using Argv = std::vector<std::string>;
 TEST(Runtime, DockerRunArgvMatchesTheSpecExample) {
   auto c = cvs::test::load_json(cvs::test::spec_example_untagged());
   auto rt = cvs::make_runtime(c);
-  const Argv a = rt->launch_argv();
+  const Argv a = rt->launch_argv({});
   const Argv head = {"docker",
                      "run",
                      "--detach",
                      "--name",
                      "rocm-jaxmaxtext-llama3.3-70b",
+                     "--label",
+                     "org.cvs-maxtext.suite=cvs-maxtext",
                      "--network",
                      "host",
                      "--ipc",
@@ -56,19 +58,84 @@ TEST(Runtime, DockerRunArgvMatchesTheSpecExample) {
                   "python3", "train.py"}));
 }
 
-TEST(Runtime, PodmanHasTheSameShape) {
+bool has_pair(const Argv& a, const std::string& f, const std::string& v) {
+  for (std::size_t i = 0; i + 1 < a.size(); ++i)
+    if (a[i] == f && a[i + 1] == v) return true;
+  return false;
+}
+
+TEST(Runtime, PodmanHasTheSameShapeButNoShmSizeWithHostIpc) {
   auto j = cvs::test::spec_example_untagged();
   j["container"]["runtime"]["name"] = "podman";
   auto rt = cvs::make_runtime(cvs::test::load_json(j));
-  EXPECT_EQ(rt->launch_argv().front(), "podman");
-  EXPECT_EQ(rt->teardown_argv().front(), "podman");
+  const Argv a = rt->launch_argv({});
+  EXPECT_EQ(a.front(), "podman");
+  // podman refuses --shm-size with --ipc host ("cannot set shmsize when running in the {host }
+  // IPC Namespace"): the container uses the node's /dev/shm, and the launch log says so.
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--shm-size"), a.end());
+  EXPECT_TRUE(has_pair(a, "--ipc", "host"));
+  EXPECT_TRUE(has_pair(a, "--ulimit", "nofile=65535:65535"));
+  ASSERT_EQ(rt->adjustments().size(), 1u);
+  EXPECT_NE(rt->adjustments()[0].find("shm-size 256G is not passed to podman"), std::string::npos);
+  // sleep as PID 1 ignores SIGTERM: podman's rm must not wait its 10 s stop timeout.
+  EXPECT_EQ(rt->teardown_argv(),
+            (Argv{"podman", "rm", "--force", "--time", "0", "rocm-jaxmaxtext-llama3.3-70b"}));
+  j["container"]["runtime"]["args"]["ipc"] = "private";
+  EXPECT_TRUE(has_pair(cvs::make_runtime(cvs::test::load_json(j))->launch_argv({}), "--shm-size", "256G"));
+}
+
+TEST(Runtime, NvidiaGpusAreDockerGpusAndPodmanCdiDevices) {
+  auto j = cvs::test::spec_example_untagged();
+  j["container"]["runtime"]["args"]["gpus"] = "all";
+  EXPECT_TRUE(has_pair(cvs::make_runtime(cvs::test::load_json(j))->launch_argv({}), "--gpus", "all"));
+  j["container"]["runtime"]["name"] = "podman";
+  auto a = cvs::make_runtime(cvs::test::load_json(j))->launch_argv({});
+  EXPECT_TRUE(has_pair(a, "--device", "nvidia.com/gpu=all"));
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--gpus"), a.end());
+  j["container"]["runtime"]["args"]["gpus"] = "device=0,3";
+  a = cvs::make_runtime(cvs::test::load_json(j))->launch_argv({});
+  EXPECT_TRUE(has_pair(a, "--device", "nvidia.com/gpu=0"));
+  EXPECT_TRUE(has_pair(a, "--device", "nvidia.com/gpu=3"));
+  // A count has no CDI form: a config error naming the key and the fix.
+  j["container"]["runtime"]["args"]["gpus"] = "2";
+  try {
+    cvs::test::load_json(j);
+    FAIL() << "a GPU count under podman must be refused";
+  } catch (const cvs::ConfigError& e) {
+    EXPECT_EQ(e.issues()[0].pointer, "/container/runtime/args/gpus");
+    EXPECT_NE(e.issues()[0].fix.find("device=0,1"), std::string::npos);
+  }
+}
+
+TEST(Runtime, AmdDevicesAndGroupsPassThroughOnBothEngines) {
+  auto j = cvs::test::spec_example_untagged();
+  j["container"]["runtime"]["args"]["devices"] = {"/dev/kfd", "/dev/dri"};
+  j["container"]["runtime"]["args"]["group-add"] = {"video", "render"};
+  for (const char* engine : {"docker", "podman"}) {
+    j["container"]["runtime"]["name"] = engine;
+    const auto a = cvs::make_runtime(cvs::test::load_json(j))->launch_argv({});
+    EXPECT_TRUE(has_pair(a, "--device", "/dev/kfd")) << engine;
+    EXPECT_TRUE(has_pair(a, "--device", "/dev/dri")) << engine;
+    EXPECT_TRUE(has_pair(a, "--group-add", "video")) << engine;
+    EXPECT_TRUE(has_pair(a, "--group-add", "render")) << engine;
+  }
+}
+
+TEST(Runtime, LaunchCarriesTheSessionLabels) {
+  auto rt = cvs::make_runtime(cvs::test::load_json(cvs::test::spec_example_untagged()));
+  cvs::ContainerLabels l{"jaxmaxtext_single", "s1", "abc", "host:42"};
+  const auto a = rt->launch_argv(l);
+  EXPECT_TRUE(has_pair(a, "--label", "org.cvs-maxtext.suite=jaxmaxtext_single"));
+  EXPECT_TRUE(has_pair(a, "--label", "org.cvs-maxtext.session=s1"));
+  EXPECT_TRUE(has_pair(a, "--label", "org.cvs-maxtext.config-sha256=abc"));
+  EXPECT_TRUE(has_pair(a, "--label", "org.cvs-maxtext.controller=host:42"));
 }
 
 TEST(Runtime, ValuesWithSpacesAndQuotesStayOneArgument) {
   auto j = cvs::test::spec_example_untagged();
   j["container"]["env"]["WEIRD"] = "a b'c\"; rm -rf /";
   auto rt = cvs::make_runtime(cvs::test::load_json(j));
-  const Argv a = rt->launch_argv();
+  const Argv a = rt->launch_argv({});
   EXPECT_NE(std::find(a.begin(), a.end(), "WEIRD=a b'c\"; rm -rf /"), a.end());
 }
 
@@ -77,7 +144,7 @@ TEST(Runtime, LocalRuntimeRunsThroughEnvWithContainerEnvFirst) {
   c.runtime = "local";
   c.env = {{"JAX_PLATFORMS", "cpu"}};
   cvs::LocalRuntime rt(c);
-  EXPECT_TRUE(rt.launch_argv().empty());
+  EXPECT_TRUE(rt.launch_argv({}).empty());
   EXPECT_EQ(rt.exec_argv({"python3", "-V"}, {{"NODE_RANK", "0"}}),
             (Argv{"env", "JAX_PLATFORMS=cpu", "NODE_RANK=0", "python3", "-V"}));
 }
