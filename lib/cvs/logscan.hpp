@@ -51,10 +51,24 @@ class LogScanner {
   // parsed for MaxText events (a line cut mid-write would give a wrong value).
   void finish();
   const ScanResult& result() const { return result_; }
+  // Moves the result out (the scanner is done with it).
+  ScanResult take_result() { return std::move(result_); }
 
  private:
   void process(std::string_view complete_lines, bool events = true);
-  void on_line(std::string_view line, long long line_no);
+  void record(const LogEvent& ev);
+  // A line of a chunk with at least one match: an error candidate, and/or the MaxText event
+  // needle (index, offset in the line) that matched first.
+  struct HitLine {
+    std::string_view text;
+    bool error = false;
+    long event = -1;
+    std::size_t event_at = 0;
+  };
+  void collect_hits(std::string_view chunk);
+  void on_hit_line(const HitLine& h, long long line_no, bool events);
+  // A MaxText event line whose needle (maxtext_line_needles()[needle]) matched at `at`.
+  void on_event(std::string_view line, std::size_t needle, std::size_t at);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -71,6 +85,7 @@ class LogFollower {
   std::size_t poll();
   void finish() { scanner_.finish(); }
   const ScanResult& result() const { return scanner_.result(); }
+  ScanResult take_result() { return scanner_.take_result(); }
   const std::filesystem::path& path() const { return path_; }
   unsigned long long offset() const { return offset_; }
 

@@ -49,6 +49,13 @@ struct LogEvent {
 // The needles whose presence makes a line worth parsing (used by the scanner's prefilter).
 const std::vector<std::string>& maxtext_line_needles();
 
+// A step line from its "completed step: " on (the scanner knows where its needle matched): the
+// fixed-order fast path, else the general parser. nullopt when it is not a step line.
+std::optional<StepRecord> parse_step_line(std::string_view from_needle);
+
+// Parses a line known to hold maxtext_line_needles()[needle] with that needle's parser only.
+std::optional<LogEvent> parse_maxtext_event(std::size_t needle, std::string_view line);
+
 // Parses one log line (without its trailing newline). nullopt when it is not a MaxText event.
 std::optional<LogEvent> parse_maxtext_line(std::string_view line);
 

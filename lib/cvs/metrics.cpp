@@ -54,11 +54,15 @@ void check_step_series(const std::vector<StepRecord>& steps, const std::string& 
 
 double percentile(std::vector<double> v, double pct) {
   if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
+  // The same value as sorting and interpolating between ranks lo and hi, in linear time: the
+  // lo-th element by selection, the hi-th as the least of those after it.
   const double rank = pct / 100.0 * static_cast<double>(v.size() - 1);
   const auto lo = static_cast<std::size_t>(std::floor(rank));
   const auto hi = static_cast<std::size_t>(std::ceil(rank));
-  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(lo), v.end());
+  const double a = v[lo];
+  const double b = hi == lo ? a : *std::min_element(v.begin() + static_cast<long>(lo) + 1, v.end());
+  return a + (b - a) * (rank - static_cast<double>(lo));
 }
 
 std::optional<double> least_squares_slope(const std::vector<LossPoint>& pts) {

@@ -68,7 +68,10 @@ std::optional<BatchMeans> batch_ratio(const std::vector<double>& work, const std
                                       double confidence);
 
 // Percentile interval of the pct-th percentile (linear interpolation) of x by a circular block
-// bootstrap: blocks of ceil(n^(1/3)) observations, `resamples` resamples, a fixed seed.
+// bootstrap: blocks of ceil(n^(1/3)) observations, `resamples` resamples, a fixed seed. Above
+// kBootstrapMaxResample observations each resample has that many (m-out-of-n), and the interval's
+// sides are scaled by sqrt(m / n): the cost stays flat however long the run.
+inline constexpr std::size_t kBootstrapMaxResample = 20000;
 std::optional<Interval> bootstrap_percentile(const std::vector<double>& x, double pct, double confidence,
                                              int resamples = 2000, std::uint64_t seed = 20261203);
 

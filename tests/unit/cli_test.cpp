@@ -1,9 +1,12 @@
 // The `cvs` binary as a user runs it: exit codes and messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 
+#include "cvs/config.hpp"
 #include "test_helpers.hpp"
 
 using cvs::test::run_command;
@@ -97,6 +100,20 @@ TEST(Cli, EveryCommandAnswersHelpAndNamesTheOptionItRejectsWithExit2) {
   p = run_command(cvs + " config list training/jaxmaxtext");
   EXPECT_EQ(p.exit_code, 0) << p.out;
   p = run_command(cvs + " config list training/other");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+}
+
+TEST(Cli, ConfigPatternsPrintsNameTabRegexOfTheScannedPatterns) {
+  const std::string cvs = CVS_BINARY;
+  auto p = run_command(cvs + " config patterns");
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("NCCL ERROR\tNCCL ERROR|NCCL timeout|"), std::string::npos) << p.out;
+  EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'),
+            static_cast<long>(cvs::default_error_patterns().size()));
+  p = run_command(cvs + " config patterns " + std::string(CVS_SOURCE_ROOT) +
+                  "/configs/cpu_jaxmaxtext_tiny_single.json");
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  p = run_command(cvs + " config patterns /nonexistent.json");
   EXPECT_EQ(p.exit_code, 2) << p.out;
 }
 

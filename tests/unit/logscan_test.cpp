@@ -169,3 +169,44 @@ TEST(LogScan, FollowerReadsOnlyWhatWasAppendedAndRejectsTruncation) {
   EXPECT_THROW(f.poll(), std::runtime_error);
   fs::remove_all(dir);
 }
+
+// Vectorscan finds the candidates; each candidate line is confirmed by RE2 with the configured
+// pattern, so a pattern that could match across a newline (\s, [^x]) never joins two lines.
+TEST(LogScan, AMatchSpanningTwoLinesIsNoMatch) {
+  cvs::LogScanner s(std::vector<cvs::ErrorPattern>{{"split", R"(error\s+code \d+)"}});
+  s.feed("an error\ncode 7 on the next line\nerror  code 9 here\n");
+  s.finish();
+  ASSERT_EQ(s.result().errors.size(), 1u);
+  EXPECT_EQ(s.result().errors[0].line_no, 3);
+  EXPECT_EQ(s.result().errors[0].line, "error  code 9 here");
+  EXPECT_EQ(s.result().lines, 3);
+}
+
+// A pattern RE2 reads but Vectorscan refuses (here RE2's (?U) ungreedy flag) is matched by RE2 on
+// the chunk, with a warning: same results, only slower.
+TEST(LogScan, APatternVectorscanRefusesIsMatchedByRe2) {
+  const std::vector<cvs::ErrorPattern> patterns = {{"ungreedy", R"((?U)fault.+x)"}, {"plain", "NCCL ERROR"}};
+  cvs::LogScanner s(patterns);
+  s.feed("ok\nI saw a FAULT at 0x1\nNCCL ERROR here\nfault without the letter\n");
+  s.finish();
+  ASSERT_EQ(s.result().errors.size(), 2u);
+  EXPECT_EQ(s.result().errors[0].pattern_name, "ungreedy");
+  EXPECT_EQ(s.result().errors[0].line_no, 2);
+  EXPECT_EQ(s.result().errors[1].pattern_name, "plain");
+  EXPECT_EQ(s.result().errors[1].line_no, 3);
+}
+
+// Several patterns and an event on one line: the line is reported once, under the first pattern
+// of the configured order that matches it, and its step is still parsed.
+TEST(LogScan, OneLineManyHitsIsOneErrorAndOneEvent) {
+  cvs::LogScanner s(std::vector<cvs::ErrorPattern>{{"first", "Xid \\d+"}, {"second", "NCCL ERROR"}});
+  s.feed(
+      "NCCL ERROR Xid 79 completed step: 4, seconds: 0.100, TFLOP/s/device: 1.000, Tokens/s/device: 10.000, "
+      "total_weights: 8, loss: 2.500\n");
+  s.finish();
+  ASSERT_EQ(s.result().errors.size(), 1u);
+  EXPECT_EQ(s.result().errors[0].pattern_name, "first");
+  ASSERT_EQ(s.result().steps.size(), 1u);
+  EXPECT_EQ(s.result().steps[0].step, 4);
+  EXPECT_DOUBLE_EQ(s.result().steps[0].loss, 2.5);
+}

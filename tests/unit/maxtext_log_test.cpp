@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
 
 #include "cvs/maxtext_log.hpp"
+#include "test_helpers.hpp"
 
 using cvs::parse_maxtext_line;
 
@@ -121,4 +126,70 @@ TEST(MaxtextLog, ConfigParamLinesGiveTheEffectiveConfig) {
 
 TEST(MaxtextLog, OrdinaryLinesAreNotEvents) {
   EXPECT_FALSE(parse_maxtext_line(""));
+}
+
+// The fixed-order fast path (std::from_chars) and the general parser agree on every step line of
+// the captured logs: both are checked against the numbers read off the line independently.
+TEST(MaxtextLog, FastStepPathAgreesWithTheLineOnEveryCapturedStep) {
+  const std::regex rx(
+      R"(completed step: (\d+), seconds: ([^,]+), TFLOP/s/device: ([^,]+), Tokens/s/device: ([^,]+), total_weights: ([^,]+), loss: ([^,\s]+))");
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(cvs::test::data("logs"))) {
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (!std::regex_search(line, m, rx)) continue;
+      const auto at = line.find("completed step: ");
+      auto fast = cvs::parse_step_line(std::string_view(line).substr(at));
+      auto general = cvs::parse_maxtext_line(line);
+      ASSERT_TRUE(fast && general && general->step) << line;
+      for (const auto* r : {&*fast, &*general->step}) {
+        EXPECT_EQ(r->step, std::stoll(m[1]));
+        EXPECT_EQ(*r->seconds, std::stod(m[2]));
+        EXPECT_EQ(*r->tflops_per_device, std::stod(m[3]));
+        EXPECT_EQ(*r->tokens_per_device, std::stod(m[4]));
+        EXPECT_EQ(*r->total_weights, std::stod(m[5]));
+        if (std::isnan(std::stod(m[6])))
+          EXPECT_TRUE(std::isnan(r->loss));
+        else
+          EXPECT_EQ(r->loss, std::stod(m[6]));
+        EXPECT_FALSE(r->rampup);
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 80);
+  // Off the fixed order, the general parser reads it.
+  auto moved = cvs::parse_step_line(
+      "completed step: 3, loss: 1.5, seconds: 0.2, TFLOP/s/device: 1.0, Tokens/s/device: 9.0, total_weights: "
+      "4");
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->loss, 1.5);
+  EXPECT_EQ(*moved->seconds, 0.2);
+  auto rampup = cvs::parse_step_line(
+      "completed step: 3, seconds: 0.2, TFLOP/s/device: 1.0, Tokens/s/device: 9.0, total_weights: 4, loss: "
+      "1.5 "
+      "[Rampup Batch Size Phase]");
+  ASSERT_TRUE(rampup);
+  EXPECT_TRUE(rampup->rampup);
+}
+
+// The fast decimal path (N / 10^k, Clinger) gives exactly the double strtod gives, on random
+// decimals of every length up to its 15 digits and past it (where from_chars takes over).
+TEST(MaxtextLog, FastDecimalsAreTheCorrectlyRoundedDoubles) {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    const int int_digits = static_cast<int>(rng() % 9), frac_digits = static_cast<int>(rng() % 12);
+    std::string v = std::to_string(rng() % 1000000000ULL).substr(0, static_cast<std::size_t>(int_digits + 1));
+    if (frac_digits > 0) {
+      v += '.';
+      for (int k = 0; k < frac_digits; ++k) v += static_cast<char>('0' + rng() % 10);
+    }
+    const std::string line = "completed step: 1, seconds: " + v + ", TFLOP/s/device: " + v +
+                             ", Tokens/s/device: 1.5, total_weights: 8, loss: -" + v;
+    const auto r = cvs::parse_step_line(line);
+    ASSERT_TRUE(r) << line;
+    EXPECT_EQ(*r->seconds, std::strtod(v.c_str(), nullptr)) << v;
+    EXPECT_EQ(r->loss, -std::strtod(v.c_str(), nullptr)) << v;
+  }
 }

@@ -2,6 +2,7 @@
 // known (stationary, warm-up spike, trend, heavy tail, autocorrelated) and on real MaxText logs.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <random>
 
@@ -124,6 +125,28 @@ TEST(StepStats, HeavyTailKeepsTheMedianIntervalTightAndTheMeanIntervalHonest) {
   const auto again = cvs::bootstrap_percentile(x, 50, 0.95);
   EXPECT_EQ(p50->lo, again->lo);
   EXPECT_EQ(p50->hi, again->hi);
+}
+
+// A million steps cost what 20 000 do (m-out-of-n resamples), and the interval is still the
+// right size: about the full bootstrap's width at n (the normal median's standard error is
+// 1.2533 sd / sqrt(n)), holding the true median.
+TEST(StepStats, PercentileIntervalOfAMillionStepsIsFastAndTheRightSize) {
+  const auto x = normal_series(1000000, 100, 2, 11);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto p50 = cvs::bootstrap_percentile(x, 50, 0.95);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(p50);
+  EXPECT_LT(p50->lo, 100.0);
+  EXPECT_GT(p50->hi, 100.0);
+  const double se = 1.2533 * 2 / std::sqrt(1e6);
+  EXPECT_GT(p50->hi - p50->lo, 2 * 1.96 * se * 0.5);
+  EXPECT_LT(p50->hi - p50->lo, 2 * 1.96 * se * 2.0);
+  // Same cost as a 20 000-step series, measured side by side (no absolute time).
+  const auto y = normal_series(cvs::kBootstrapMaxResample, 100, 2, 12);
+  const auto t1 = std::chrono::steady_clock::now();
+  (void)cvs::bootstrap_percentile(y, 50, 0.95);
+  const double small = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  EXPECT_LT(secs, small * 3 + 0.5) << "1M: " << secs << " s, 20k: " << small << " s";
 }
 
 TEST(StepStats, AutocorrelationWidensTheIntervalBeyondTheNaiveOne) {

@@ -139,7 +139,7 @@ int copy(const std::string& name, const fs::path& dir) {
 constexpr const char* kCategory = "training/jaxmaxtext";
 
 int cmd_config(const Args& args) {
-  CLI::App app{"cvs config: check, list and copy suite configs", "cvs config"};
+  CLI::App app{"cvs config: check, list and copy suite configs; print their error patterns", "cvs config"};
   app.require_subcommand(1);
   std::string file, category, name, dir;
   auto* v =
@@ -151,8 +151,18 @@ int cmd_config(const Args& args) {
       "copy", "copy a shipped config and the threshold file(s) it can use (never overwrites)");
   c->add_option("name", name, std::string("a config name, also as ") + kCategory + "/<name>")->required();
   c->add_option("dir", dir, "where to (default: here)");
+  auto* pt =
+      app.add_subcommand("patterns", "the error patterns a config scans logs for: NAME<TAB>REGEX a line");
+  pt->add_option("file", file, "the config (default: the built-in patterns)");
   if (auto rc = parse_cli(app, args)) return *rc;
   if (v->parsed()) return validate(file);
+  if (pt->parsed()) {
+    const auto patterns =
+        file.empty() ? default_error_patterns()
+                     : load_config(file, {.user = "", .require_threshold_file = false}).error_patterns;
+    for (const auto& p : patterns) std::cout << p.name << '\t' << p.regex << '\n';
+    return kExitOk;
+  }
   if (l->parsed()) {
     while (!category.empty() && category.back() == '/') category.pop_back();
     if (!category.empty() && category != kCategory) {

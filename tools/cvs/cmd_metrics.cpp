@@ -50,7 +50,7 @@ int cmd_metrics(const Args& args) {
     if (!primary) primary = std::move(r);
   }
   // MaxText's JSON-lines metrics_file carries full-precision values: preferred when given.
-  std::vector<StepRecord> steps = primary->steps;
+  std::vector<StepRecord> steps = std::move(primary->steps);
   if (!metrics_file.empty()) {
     const auto text = read_text_file(metrics_file);
     if (!text) throw std::runtime_error("cannot read " + metrics_file);
