@@ -1,0 +1,32 @@
+# shellcheck shell=sh
+# start_detached LOG RC_FILE PID_FILE FILE FILE_CONTENT ARGV...: starts ARGV detached in its own
+# session with stdout+stderr to LOG, records its exit code in RC_FILE and the session id in
+# PID_FILE (also printed). Refuses (exit 17) an existing LOG, and an existing FILE when FILE is set
+# (then written first, as write_file).
+log=$1
+rcf=$2
+pidf=$3
+f=$4
+fc=$5
+shift 5
+if [ -e "$log" ]; then
+  echo "cvs: refusing to append to existing log $log" >&2
+  exit 17
+fi
+if [ -n "$f" ]; then
+  if [ -e "$f" ]; then
+    echo "cvs: refusing to overwrite $f" >&2
+    exit 17
+  fi
+  d=${f%/*}
+  mkdir -p "${d:-/}" && printf '%s' "$fc" >"$f" || exit 18
+fi
+a=${log%/*}
+b=${rcf%/*}
+c=${pidf%/*}
+mkdir -p "${a:-/}" "${b:-/}" "${c:-/}" || exit 18
+rm -f "$rcf"
+# shellcheck disable=SC2016 # $1 and $@ belong to the inner sh
+setsid sh -c 'rcf=$1; shift; "$@"; echo $? > "$rcf"' cvs-run "$rcf" "$@" >"$log" 2>&1 </dev/null &
+echo $! >"$pidf"
+echo $!
