@@ -3,6 +3,7 @@
 // CVS_DISTRIBUTED adds test_setup_rdma.
 #include <gtest/gtest.h>
 
+#include "cvs/metric_catalog.hpp"
 #include "cvs/session.hpp"
 #include "cvs/stages.hpp"
 #include "cvs/sweep.hpp"
@@ -67,8 +68,8 @@ std::vector<Sweep> runs() {
 std::vector<SweepMetric> run_metrics() {
   std::vector<SweepMetric> v;
   for (const auto& k : S().cfg.runs)
-    for (const auto& m : cvs::fixtures::gated_metric_names())
-      if (m != "checkpoint_save_seconds" && m != "checkpoint_load_seconds") v.push_back({k, m});
+    for (const auto& m : cvs::metric_catalog())
+      if (m.gated_by == cvs::GatedBy::TestMetric) v.push_back({k, std::string(m.name)});
   return v;
 }
 std::string sweep_name(const ::testing::TestParamInfo<Sweep>& i) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cvs/config.hpp"
 #include "cvs/config_error.hpp"
 #include "cvs/environment.hpp"
 #include "cvs/junit_errors.hpp"
@@ -93,8 +94,7 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   fixtures::SuiteOptions opts;
   opts.suite_name = suite_name;
   opts.expected_mode = mode;
-  if (mode == Mode::Single)
-    opts.config = std::string(CVS_SOURCE_DIR) + "/configs/cpu_jaxmaxtext_tiny_single.json";
+  if (mode == Mode::Single) opts.config = cvs_root() / "configs" / "cpu_jaxmaxtext_tiny_single.json";
   std::vector<std::string> gtest_args;
   bool listing = false, has_output_flag = false;
   std::string user_xml;  // --gtest_output=xml:FILE

@@ -1,5 +1,7 @@
 #include "cvs/card.hpp"
 
+#include "cvs/format.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -14,9 +16,7 @@ J metric_or_null(const J& metrics, const char* k) {
 }
 
 std::string fmt(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
+  return short_number(v);
 }
 
 std::string slugify(std::string s) {

@@ -3,21 +3,14 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "cvs/metric_catalog.hpp"
 #include "cvs/metrics.hpp"
 
 namespace cvs {
 
 Better better_direction(const std::string& m) {
-  if (m == "tflops_per_sec_per_gpu" || m == "tokens_per_sec_per_gpu" || m == "tokens_per_sec_total" ||
-      m == "scaling_efficiency_pct" || m == "loss_decreased" ||
-      m == "last_10_steps_model_tflops_per_gpu_avg" || m == "last_10_steps_tokens_per_second_per_gpu_avg")
-    return Better::Higher;
-  if (m.rfind("step_time", 0) == 0 || m == "final_loss" || m == "eval_loss" || m == "steps_to_target" ||
-      m == "time_to_target_seconds" || m == "last_10_steps_step_time_ms_avg" ||
-      m == "checkpoint_save_seconds" || m == "checkpoint_load_seconds" || m == "loss_curve_slope" ||
-      m == "peak_memory_gb")
-    return Better::Lower;
-  return Better::Neither;  // initial_loss describes the model, not the cluster
+  const auto* spec = find_metric(m);
+  return spec ? spec->better : Better::Neither;
 }
 
 bool Comparison::any_regression() const {

@@ -6,10 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "cvs/metric_catalog.hpp"
+
 namespace cvs {
 
-enum class Better { Higher, Lower, Neither };
-// Which direction is an improvement for a tracked metric (without "training.").
+// Which direction is an improvement for a tracked metric (without "training."): the catalog's.
 Better better_direction(const std::string& metric);
 
 struct MetricDelta {

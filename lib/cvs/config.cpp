@@ -793,9 +793,7 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
 
   std::map<std::string, std::string> raw_paths;
   read_paths(root, rd, issues, raw_paths);
-  const char* root_env = std::getenv("CVS_ROOT");
-  Placeholders ph(options.user.empty() ? os_user() : options.user, root_env ? root_env : CVS_SOURCE_DIR,
-                  raw_paths, issues);
+  Placeholders ph(options.user.empty() ? os_user() : options.user, cvs_root().string(), raw_paths, issues);
   std::map<std::string, std::string> resolved;
   for (const auto& [k, v] : raw_paths) resolved[k] = ph.path(k);
   resolve_all(root, "", ph);
@@ -878,6 +876,11 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
 
   issues.throw_if_any();
   return c;
+}
+
+fs::path cvs_root() {
+  const char* root = std::getenv("CVS_ROOT");
+  return root ? fs::path(root) : fs::path(CVS_SOURCE_DIR);
 }
 
 SuiteConfig load_config(const fs::path& file, const LoadOptions& options) {

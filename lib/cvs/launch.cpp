@@ -93,7 +93,7 @@ EnvList Launcher::node_env(std::size_t rank) const {
   const auto n = std::to_string(cluster_.nodes.size());
   const auto& cenv = cfg_.container.env;
   EnvList e = {{"JAX_COORDINATOR_IP", cluster_.coordinator_address}};
-  if (!has_env(cenv, "JAX_COORDINATOR_PORT")) e.emplace_back("JAX_COORDINATOR_PORT", "12346");
+  if (!has_env(cenv, "JAX_COORDINATOR_PORT")) e.emplace_back("JAX_COORDINATOR_PORT", kDefaultCoordinatorPort);
   e.emplace_back("NNODES", n);
   e.emplace_back("NODE_RANK", std::to_string(rank));
   e.emplace_back("JAX_PROCESS_INDEX", std::to_string(rank));

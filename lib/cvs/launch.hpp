@@ -94,6 +94,9 @@ struct Progress {
 };
 using ProgressSink = std::function<void(const Progress&)>;
 
+// JAX_COORDINATOR_PORT when container.env does not set it (the spec's configs set 12346 too).
+inline constexpr const char* kDefaultCoordinatorPort = "12346";
+
 class Launcher {
  public:
   // With a slurm cluster, setup() allocates and fills cluster.nodes with the allocated hosts.

@@ -1,5 +1,7 @@
 #include "cvs/metrics.hpp"
 
+#include "cvs/metric_catalog.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -13,29 +15,11 @@ std::optional<double> RunMetrics::get(const std::string& name) const {
 }
 
 const std::vector<std::string>& tracked_metric_names() {
-  static const std::vector<std::string> v = {
-      "tflops_per_sec_per_gpu",
-      "tokens_per_sec_per_gpu",
-      "tokens_per_sec_total",
-      "scaling_efficiency_pct",
-      "step_time_seconds",
-      "step_time_mean_ms",
-      "step_time_p50_ms",
-      "step_time_p95_ms",
-      "initial_loss",
-      "final_loss",
-      "loss_decreased",
-      "loss_curve_slope",
-      "eval_loss",
-      "steps_to_target",
-      "time_to_target_seconds",
-      "last_10_steps_model_tflops_per_gpu_avg",
-      "last_10_steps_step_time_ms_avg",
-      "last_10_steps_tokens_per_second_per_gpu_avg",
-      "peak_memory_gb",
-      "checkpoint_save_seconds",
-      "checkpoint_load_seconds",
-  };
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> names;
+    for (const auto& m : metric_catalog()) names.emplace_back(m.name);
+    return names;
+  }();
   return v;
 }
 

@@ -1,5 +1,7 @@
 #include "cvs/step_stats.hpp"
 
+#include "cvs/metric_catalog.hpp"
+
 #include <algorithm>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
@@ -180,9 +182,12 @@ double lag1_autocorrelation(const std::vector<double>& x) {
 }
 
 const std::vector<std::string>& interval_metric_names() {
-  static const std::vector<std::string> v = {
-      "tflops_per_sec_per_gpu", "tokens_per_sec_per_gpu", "tokens_per_sec_total", "step_time_seconds",
-      "step_time_mean_ms",      "step_time_p50_ms",       "step_time_p95_ms"};
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> names;
+    for (const auto& m : metric_catalog())
+      if (m.interval) names.emplace_back(m.name);
+    return names;
+  }();
   return v;
 }
 

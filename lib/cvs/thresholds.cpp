@@ -1,5 +1,8 @@
 #include "cvs/thresholds.hpp"
 
+#include "cvs/format.hpp"
+#include "cvs/metric_catalog.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -71,11 +74,7 @@ bool known_metric(const std::string& m) {
 }
 
 std::string fmt(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  return short_number(v);
 }
 
 std::string unit(ThresholdKind k) {
@@ -213,7 +212,8 @@ ThresholdFile load_thresholds(const std::filesystem::path& file) {
 }
 
 bool is_speed_metric(const std::string& metric) {
-  return has_interval(metric) || metric.rfind("last_10_steps_", 0) == 0 || metric == "scaling_efficiency_pct";
+  const auto* spec = find_metric(metric);
+  return spec && spec->speed;
 }
 
 bool loss_curve_gated(const LossCurve& lc, bool enforce_thresholds) {

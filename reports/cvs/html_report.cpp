@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "cvs/format.hpp"
+
 using nlohmann::ordered_json;
 
 namespace cvs::report {
@@ -47,7 +49,7 @@ std::string fmt(double v, const char* f = "%.4g") {
 
 std::string val(const ordered_json& v) {
   if (v.is_null()) return "&mdash;";
-  if (v.is_number()) return fmt(v.get<double>(), "%.6g");
+  if (v.is_number()) return short_number(v.get<double>());
   if (v.is_string()) return html_escape(v.get<std::string>());
   return html_escape(v.dump());
 }

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
+#include "cvs/compare.hpp"
 #include "cvs/logscan.hpp"
+#include "cvs/metric_catalog.hpp"
 #include "cvs/metrics.hpp"
 #include "cvs/metrics_file.hpp"
 #include "test_helpers.hpp"
@@ -178,4 +181,28 @@ TEST(MetricsFile, BareNanAndProcessDuplicatesAndBlendedRuns) {
                    "{\"learning/loss\": 6.5, \"step\": 0.0}\n{\"learning/loss\": 6.4, \"step\": 0.0}\n", "m"),
                cvs::MetricsError);
   EXPECT_THROW(cvs::parse_metrics_file("not json\n", "m"), cvs::MetricsError);
+}
+
+// The catalog is the one list: unique names; every metric a real log yields is in it; the
+// interval metrics are exactly those steady_state estimates; the checkpoint times are gated by
+// checkpoint_resume, everything else by test_metric.
+TEST(MetricCatalog, IsTheOneListTheRestReads) {
+  std::set<std::string> names;
+  for (const auto& m : cvs::metric_catalog()) EXPECT_TRUE(names.insert(std::string(m.name)).second) << m.name;
+  EXPECT_EQ(cvs::tracked_metric_names().size(), names.size());
+  auto r = cvs::scan_log_file(cvs::test::data("logs/cpu_bs4_30steps.log"), cvs::default_error_patterns());
+  cvs::MetricsContext ctx;
+  const auto m = cvs::compute_metrics(r.steps, r.evals, ctx);
+  for (const auto& [name, value] : m.values)
+    EXPECT_TRUE(cvs::find_metric(name)) << name << " is not in the catalog";
+  std::set<std::string> interval;
+  for (const auto& [name, i] : m.steady.intervals) interval.insert(name);
+  for (const auto& spec : cvs::metric_catalog())
+    EXPECT_EQ(spec.interval, interval.count(std::string(spec.name)) == 1) << spec.name;
+  EXPECT_EQ(cvs::find_metric("checkpoint_save_seconds")->gated_by, cvs::GatedBy::CheckpointResume);
+  EXPECT_EQ(cvs::find_metric("final_loss")->gated_by, cvs::GatedBy::TestMetric);
+  EXPECT_EQ(cvs::better_direction("tokens_per_sec_total"), cvs::Better::Higher);
+  EXPECT_EQ(cvs::better_direction("step_time_p95_ms"), cvs::Better::Lower);
+  EXPECT_EQ(cvs::better_direction("initial_loss"), cvs::Better::Neither);
+  EXPECT_EQ(cvs::find_metric("no_such_metric"), nullptr);
 }

@@ -50,8 +50,7 @@ int validate(const std::string& file) {
 namespace fs = std::filesystem;
 
 fs::path configs_dir() {
-  const char* root = std::getenv("CVS_ROOT");
-  return fs::path(root ? root : CVS_SOURCE_DIR) / "configs";
+  return cvs_root() / "configs";
 }
 
 OrderedJson read_json(const fs::path& p) {

@@ -1,0 +1,31 @@
+// The metric catalog: every metric the suite reports, once, with what the rest of the tree needs
+// to know about it. Everything else reads it: the names in results.json and threshold files
+// (tracked_metric_names), the better direction (compare, margins), which stage gates it
+// (test_metric per sweep, or checkpoint_resume), whether the steady-state statistics give it an
+// interval (interval verdicts), and whether it is a speed metric (calibration, "uncalibrated").
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cvs {
+
+enum class Better { Higher, Lower, Neither };
+enum class GatedBy { TestMetric, CheckpointResume };
+
+struct MetricSpec {
+  std::string_view name;  // without "training."
+  std::string_view unit;  // as the report prints it ("" for a count or a flag)
+  Better better;
+  GatedBy gated_by;
+  bool interval;  // steady_state gives an interval estimate (a speed gate decided on it)
+  bool speed;     // throughput or step time: depends on the machine, needs a calibration
+};
+
+// In report order.
+const std::vector<MetricSpec>& metric_catalog();
+// nullptr for a name the catalog does not have.
+const MetricSpec* find_metric(std::string_view name);
+
+}  // namespace cvs
