@@ -1,5 +1,7 @@
 #include "cvs/gpu_probe.hpp"
 
+#include "cvs/gpu_catalog.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -215,14 +217,6 @@ GpuProbe probe_from_json(const nlohmann::ordered_json& j) {
   if (j.contains("sanity_kernel_ok")) p.sanity_kernel_ok = j["sanity_kernel_ok"].get<bool>();
   p.sanity_detail = j.value("sanity_detail", std::string());
   return p;
-}
-
-std::optional<std::string> expected_arch(const std::string& g) {
-  if (g == "mi3xx" || g == "mi300x" || g == "mi325x" || g == "mi300a") return "gfx942";
-  if (g.rfind("mi35", 0) == 0) return "gfx950";
-  if (g == "h100" || g == "h200") return "sm_90";
-  if (g == "b200" || g == "gb200") return "sm_100";
-  return std::nullopt;
 }
 
 std::vector<std::string> check_probe(const GpuProbe& p, const std::string& gpu_name, int gpus_per_node,

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cvs/gpu_catalog.hpp"
+
 namespace cvs {
 
 struct GpuDevice {
@@ -39,9 +41,7 @@ GpuProbe parse_probe_output(const std::string& out);
 nlohmann::ordered_json to_json(const GpuProbe& p);
 GpuProbe probe_from_json(const nlohmann::ordered_json& j);
 
-// The architecture a gpu_name demands: mi3xx/mi300x/mi325x -> gfx942, mi35x/mi350x/mi355x ->
-// gfx950, h100/h200 -> sm_90, b200/gb200 -> sm_100; nullopt when CVS knows none (e.g. cpu).
-std::optional<std::string> expected_arch(const std::string& gpu_name);
+// expected_arch (the architecture a gpu_name demands) is the GPU catalog's.
 
 // Problems of one node's probe against the config, each a sentence (the caller adds the node):
 // device count != gpus_per_node, an architecture the gpu_name does not run on, or free memory

@@ -1,5 +1,7 @@
 #include "cvs/sweep.hpp"
 
+#include "cvs/gpu_catalog.hpp"
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -39,10 +41,6 @@ std::optional<long long> parse_positive_int(const std::string& v) {
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
   if (ec != std::errc() || p != v.data() + v.size() || n <= 0) return std::nullopt;
   return n;
-}
-
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
 }
 
 }  // namespace
@@ -107,34 +105,6 @@ SweepKey parse_sweep_key(const std::string& key, const std::string& file, const 
   }
   issues.throw_if_any();
   return out;
-}
-
-namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-bool nvidia(const std::string& l) {
-  for (const char* p : {"h100", "h200", "gb200", "b200"})
-    if (starts_with(l, p)) return true;
-  return false;
-}
-
-}  // namespace
-
-std::optional<std::string> fp8_flavor(const std::string& gpu_name) {
-  const auto l = lower(gpu_name);
-  if (l == "cpu") return std::nullopt;
-  if (starts_with(l, "mi35") || nvidia(l)) return "fp8";
-  return "nanoo_fp8";
-}
-
-bool known_gpu_name(const std::string& gpu_name) {
-  const auto l = lower(gpu_name);
-  return l == "cpu" || l == "mi300x" || l == "mi325x" || l == "mi3xx" || l == "mi300a" ||
-         starts_with(l, "mi35") || nvidia(l);
 }
 
 nlohmann::ordered_json key_overrides(const SweepKey& key, const std::string& gpu_name,

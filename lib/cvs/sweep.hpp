@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "cvs/gpu_catalog.hpp"
+
 namespace cvs {
 
 enum class Precision { BF16, FP8 };
@@ -24,13 +26,7 @@ struct SweepKey {
 // ConfigError listing every problem, each at `pointer` in `file`.
 SweepKey parse_sweep_key(const std::string& key, const std::string& file, const std::string& pointer);
 
-// MaxText `quantization` value for FP8 on this gpu_name, case-insensitive, by the spec's rule:
-// "fp8" for mi35*, "nanoo_fp8" for every other label; cvs-maxtext adds NVIDIA (h100, h200,
-// gb200, b200 and their variants) -> "fp8". nullopt only for "cpu" (no FP8 on the CPU default).
-std::optional<std::string> fp8_flavor(const std::string& gpu_name);
-// Whether cvs-maxtext knows the label (mi300x, mi325x, mi3xx, mi300a, mi35*, the NVIDIA ones, cpu):
-// an unknown one is a warning (FP8 sweeps get nanoo_fp8), not an error.
-bool known_gpu_name(const std::string& gpu_name);
+// fp8_flavor and known_gpu_name (the FP8 rule of a gpu_name) are the GPU catalog's.
 
 // The maxtext_config overrides a parsed key stands for (BS -> per_device_batch_size,
 // PRECISION -> quantization, SL -> max_target_length). Throws ConfigError when FP8 is asked

@@ -105,3 +105,32 @@ TEST(GpuProbe, TheInRuntimeProgramPicksTheFirstToolAndItsOutputParses) {
   EXPECT_TRUE(none.no_gpu());
   EXPECT_EQ(none.source, "none");
 }
+
+// The GPU catalog is the one table: the probe's architecture, the FP8 flavor, the JAX backend and
+// the vendor tool of a label all come from it; labels are case-insensitive, prefixes cover the
+// variants (mi350x, mi355x; h100-sxm).
+TEST(GpuCatalog, OneTableForArchFlavorBackendAndTool) {
+  for (const auto& g : cvs::gpu_catalog()) {
+    if (g.vendor == cvs::GpuVendor::Amd) {
+      EXPECT_EQ(g.arch.substr(0, 3), "gfx") << g.label;
+      EXPECT_EQ(g.vendor_tool, "amd-smi") << g.label;
+    }
+    if (g.vendor == cvs::GpuVendor::Nvidia) {
+      EXPECT_EQ(g.arch.substr(0, 3), "sm_") << g.label;
+      EXPECT_EQ(g.vendor_tool, "nvidia-smi") << g.label;
+      EXPECT_EQ(g.fp8_flavor, "fp8") << g.label;
+    }
+  }
+  EXPECT_EQ(cvs::expected_arch("MI300X"), "gfx942");
+  EXPECT_EQ(cvs::expected_arch("mi355x"), "gfx950");
+  EXPECT_EQ(cvs::expected_arch("h100-sxm"), "sm_90");
+  EXPECT_EQ(cvs::expected_arch("cpu"), std::nullopt);
+  EXPECT_EQ(cvs::expected_backend("cpu"), "cpu");
+  EXPECT_EQ(cvs::expected_backend("mi325x"), "gpu");
+  EXPECT_EQ(cvs::expected_backend("some-new-gpu"), "gpu");
+  EXPECT_EQ(cvs::fp8_flavor("mi350x"), "fp8");
+  EXPECT_EQ(cvs::fp8_flavor("mi325x"), "nanoo_fp8");
+  EXPECT_EQ(cvs::fp8_flavor("some-new-gpu"), "nanoo_fp8");  // the spec's rule for other labels
+  EXPECT_FALSE(cvs::known_gpu_name("some-new-gpu"));
+  EXPECT_EQ(cvs::find_gpu("GB200")->vendor, cvs::GpuVendor::Nvidia);
+}
