@@ -386,7 +386,7 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     no.node = cluster_.nodes[r].name;
     no.rank = static_cast<int>(r);
     no.remote_log = logs[r];
-    no.state = "not started";
+    no.state = NodeState::NotStarted;
     no.local_log = req.copy_dir / ("node-" + std::to_string(r)) / "training.log";
     fs::create_directories(no.local_log.parent_path(), ec);
     if (fs::exists(no.local_log)) {
@@ -429,7 +429,7 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     std::string problems;
     for (std::size_t r = 0; r < n; ++r) {
       if (rs[r].ok()) {
-        out.nodes[r].state = "running";
+        out.nodes[r].state = NodeState::Running;
         pid_files_live_.push_back(pids[r]);
       } else {
         problems +=
@@ -481,7 +481,7 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     }
     no.state = f.state;
     no.exit_code = f.exit_code;
-    if (f.state != "running") final_frame[r] = true;
+    if (f.state != NodeState::Running) final_frame[r] = true;
     const auto& sr = scanners[r]->result();
     if (!sr.steps.empty()) {
       no.last_step = sr.steps.back().step;
@@ -512,7 +512,7 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     }
     std::vector<std::size_t> rest;
     for (std::size_t r = 0; r < n; ++r)
-      if (!asked[r] || !final_frame[r] || out.nodes[r].state != "stopped") rest.push_back(r);
+      if (!asked[r] || !final_frame[r] || out.nodes[r].state != NodeState::Stopped) rest.push_back(r);
     spdlog::info(
         "[{}] stop: {} node(s) confirmed through their streams in {:.2f} s; {} left to the stop program",
         req.label, n - rest.size(), std::chrono::duration<double>(Clock::now() - stop_t0).count(),
@@ -552,14 +552,14 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     for (std::size_t r = 0; r < n; ++r) {
       if (!lost[r].empty()) dead.push_back(lost[r]);
       const auto& no = out.nodes[r];
-      if (no.state == "gone")
+      if (no.state == NodeState::Gone)
         dead.push_back(no.node + ": the training process is gone without an exit code (killed?); last step " +
                        (no.last_step ? std::to_string(*no.last_step) : std::string("none")) + ", log " +
                        logs[r]);
-      else if (no.state == "stopped" && !stop_sent)
+      else if (no.state == NodeState::Stopped && !stop_sent)
         dead.push_back(no.node + ": the run was stopped from outside this suite (" + pids[r] +
                        ".stopped exists)");
-      else if (no.state == "exited" && no.exit_code != 0) {
+      else if (no.state == NodeState::Exited && no.exit_code != 0) {
         copies[r]->flush();
         dead.push_back(no.node + ": training exited with code " + std::to_string(no.exit_code) +
                        "; last lines of " + logs[r] + ":\n" + last_lines(read_text(no.local_log), 5));
@@ -633,7 +633,7 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
         why = "no frame from its log stream for " + std::to_string(static_cast<long long>(u.silent_s)) + " s";
       }
       if (!why.empty()) {
-        no.state = "unreachable";
+        no.state = NodeState::Unreachable;
         final_frame[r] = true;  // nothing more comes from it
         lost[r] = no.node + ": node unreachable while streaming " + logs[r] + ": " + why;
       }
@@ -671,7 +671,8 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
       bool workload = false;
       for (std::size_t r = 0; r < n; ++r)
         workload |= scanners[r]->result().first_error() || scanners[r]->result().abort ||
-                    !nan_seen[r].empty() || (out.nodes[r].state == "exited" && out.nodes[r].exit_code != 0);
+                    !nan_seen[r].empty() ||
+                    (out.nodes[r].state == NodeState::Exited && out.nodes[r].exit_code != 0);
       bool lost_any = false;
       for (const auto& l : lost) lost_any |= !l.empty();
       out.infrastructure = lost_any && !workload;
@@ -693,7 +694,7 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
     }
     bool all_exited = true;
     for (std::size_t r = 0; r < n; ++r)
-      if (!final_frame[r] || out.nodes[r].state != "exited") all_exited = false;
+      if (!final_frame[r] || out.nodes[r].state != NodeState::Exited) all_exited = false;
     if (all_exited) {  // every exit code is 0 here (a non-zero one failed above)
       finish_scans();
       const auto& head = out.nodes[0].scan;

@@ -15,6 +15,7 @@
 #include "cvs/cluster.hpp"
 #include "cvs/config.hpp"
 #include "cvs/logscan.hpp"
+#include "cvs/node_stream.hpp"
 #include "cvs/runtime.hpp"
 #include "cvs/transport.hpp"
 
@@ -57,7 +58,7 @@ struct NodeOutcome {
   int rank = 0;
   std::string remote_log;
   std::filesystem::path local_log;
-  std::string state;  // running | exited | gone | stopped | unreachable | not started
+  NodeState state = NodeState::NotStarted;
   int exit_code = -1;
   ScanResult scan;
   std::optional<long long> last_step;

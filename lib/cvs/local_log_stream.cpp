@@ -47,14 +47,14 @@ StreamFrame LocalLogStream::next_frame() {
   // written before it is within the size read next.
   const auto rc = read_text_file(spec_.rc_file);
   if (rc && !rc->empty()) {
-    f.state = "exited";
+    f.state = NodeState::Exited;
     f.exit_code = std::atoi(rc->c_str());
   } else if (fs::exists(spec_.pid_file + ".stopped", ec)) {
-    f.state = "stopped";
+    f.state = NodeState::Stopped;
   } else if (fs::exists(spec_.pid_file + ".stopping", ec) || alive(read_pid(spec_.pid_file)) || rc) {
-    f.state = "running";
+    f.state = NodeState::Running;
   } else {
-    f.state = "gone";
+    f.state = NodeState::Gone;
   }
   const auto size = fs::file_size(spec_.log, ec);
   f.size = ec ? -1 : static_cast<long long>(size);
@@ -98,7 +98,7 @@ std::vector<StreamFrame> LocalLogStream::poll() {
   for (int k = 0; k < 4 && !ended_ && now >= due_; ++k) {
     frames.push_back(next_frame());
     const auto& f = frames.back();
-    if (f.state != "running" && static_cast<long long>(spec_.offset) >= f.size) ended_ = true;
+    if (f.state != NodeState::Running && static_cast<long long>(spec_.offset) >= f.size) ended_ = true;
     due_ = f.data.size() >= spec_.max_bytes ? now : now + spec_.interval;
   }
   return frames;

@@ -21,6 +21,32 @@ using Clock = std::chrono::steady_clock;
 
 namespace cvs {
 
+std::string_view to_string(NodeState s) {
+  switch (s) {
+    case NodeState::NotStarted:
+      return "not started";
+    case NodeState::Running:
+      return "running";
+    case NodeState::Exited:
+      return "exited";
+    case NodeState::Gone:
+      return "gone";
+    case NodeState::Stopped:
+      return "stopped";
+    case NodeState::Unreachable:
+      return "unreachable";
+  }
+  return "unknown";
+}
+
+std::optional<NodeState> frame_state(std::string_view word) {
+  if (word == "running") return NodeState::Running;
+  if (word == "exited") return NodeState::Exited;
+  if (word == "gone") return NodeState::Gone;
+  if (word == "stopped") return NodeState::Stopped;
+  return std::nullopt;
+}
+
 std::vector<StreamFrame> FrameParser::feed(std::string_view bytes) {
   std::vector<StreamFrame> frames;
   if (!error_.empty()) return frames;
@@ -54,8 +80,13 @@ std::vector<StreamFrame> FrameParser::feed(std::string_view bytes) {
       error_ = "not a frame header: '" + header.substr(0, 120) + "'";
       break;
     }
-    f.state = state;
-    if (f.state == "exited") {
+    const auto st = frame_state(state);
+    if (!st) {
+      error_ = "unknown state in frame header: '" + header + "'";
+      break;
+    }
+    f.state = *st;
+    if (f.state == NodeState::Exited) {
       char* end = nullptr;
       const char* rest = header.c_str() + 10 + consumed;
       const long rc = std::strtol(rest, &end, 10);
@@ -64,9 +95,6 @@ std::vector<StreamFrame> FrameParser::feed(std::string_view bytes) {
         break;
       }
       f.exit_code = static_cast<int>(rc);
-    } else if (f.state != "running" && f.state != "gone" && f.state != "stopped") {
-      error_ = "unknown state in frame header: '" + header + "'";
-      break;
     }
     need_ = static_cast<std::size_t>(n);
     f.data.reserve(need_);

@@ -17,12 +17,21 @@ namespace cvs {
 
 struct LocalStreamSpec;  // local_log_stream.hpp
 
+// A node's training as the suite knows it. A frame carries Running, Exited, Gone or Stopped (the
+// stream program's words: running, exited <rc>, gone, stopped); the launcher adds NotStarted and
+// Unreachable.
+enum class NodeState { NotStarted, Running, Exited, Gone, Stopped, Unreachable };
+// "running", "exited", "gone", "stopped", "unreachable", "not started" (results.json, messages).
+std::string_view to_string(NodeState s);
+// A frame header's state word; nullopt for anything else.
+std::optional<NodeState> frame_state(std::string_view word);
+
 // One frame of a stream: "CVS-FRAME <size> <n> <state>\n" then exactly n log bytes.
 struct StreamFrame {
   long long size = -1;  // the log's size when the frame was cut; -1: no log yet
-  std::string state;    // running | exited | gone | stopped
-  int exit_code = -1;   // with "exited"
-  std::string data;     // the log bytes that follow what earlier frames carried
+  NodeState state = NodeState::Running;
+  int exit_code = -1;  // with "exited"
+  std::string data;    // the log bytes that follow what earlier frames carried
 };
 
 // Cuts a byte stream into frames; bytes may arrive split anywhere.

@@ -40,7 +40,7 @@ ordered_json run_json(const RunOutcome& o, const fs::path& base) {
   for (const auto& n : o.nodes)
     nodes.push_back({{"node", n.node},
                      {"rank", n.rank},
-                     {"state", n.state},
+                     {"state", std::string(to_string(n.state))},
                      {"exit_code", n.exit_code},
                      {"remote_log", n.remote_log},
                      {"log", rel(n.local_log, base)},

@@ -101,7 +101,7 @@ TEST_F(SshNetns, AKilledNodeIsDetectedAndTheOtherStopped) {
   ASSERT_TRUE(killed);
   EXPECT_FALSE(o.ok);
   EXPECT_EQ(o.failure.rfind("ns-b: ", 0), 0u) << o.failure;
-  EXPECT_EQ(o.nodes[1].state, "gone");
+  EXPECT_EQ(cvs::to_string(o.nodes[1].state), "gone");
 }
 
 TEST_F(SshNetns, ANodeLostMidRunIsUnreachableOnceItsStreamCannotBeRestarted) {
@@ -133,9 +133,9 @@ TEST_F(SshNetns, ANodeLostMidRunIsUnreachableOnceItsStreamCannotBeRestarted) {
                 "restore"});
   ASSERT_TRUE(cut);
   EXPECT_FALSE(o.ok);
-  EXPECT_EQ(o.nodes[1].state, "unreachable");
+  EXPECT_EQ(cvs::to_string(o.nodes[1].state), "unreachable");
   EXPECT_NE(o.failure.find("ns-b: node unreachable while streaming"), std::string::npos) << o.failure;
-  EXPECT_NE(o.nodes[0].state, "running") << "the reachable node was stopped";
+  EXPECT_NE(cvs::to_string(o.nodes[0].state), "running") << "the reachable node was stopped";
   EXPECT_LT(secs, 300.0) << "three failed restarts, one per poll tick, not a hang";
 }
 

@@ -37,9 +37,9 @@ TEST(FrameParser, FramesSplitAtEveryByteComeOutWhole) {
     a.insert(a.end(), b.begin(), b.end());
     ASSERT_EQ(a.size(), 3u) << "cut at " << cut;
     EXPECT_EQ(a[0].data, payload) << "a header-like text inside the data is data";
-    EXPECT_EQ(a[0].state, "running");
+    EXPECT_EQ(cvs::to_string(a[0].state), "running");
     EXPECT_EQ(a[1].data, "");
-    EXPECT_EQ(a[2].state, "exited");
+    EXPECT_EQ(cvs::to_string(a[2].state), "exited");
     EXPECT_EQ(a[2].exit_code, 3);
     EXPECT_EQ(a[2].size, 12);
     EXPECT_EQ(p.error(), "");
@@ -138,10 +138,10 @@ TEST_P(NodeStream, DeliversTheWholeLogAndTheExitCodeThenEnds) {
   EXPECT_EQ(last.exit_code, 0) << "the stream program ends by itself after its final frame";
   ASSERT_GE(frames.size(), 3u) << "frames keep coming while the run goes on";
   EXPECT_EQ(data_of(frames), "one\ntwo\nthree");
-  EXPECT_EQ(frames.back().state, "exited");
+  EXPECT_EQ(cvs::to_string(frames.back().state), "exited");
   EXPECT_EQ(frames.back().exit_code, 3);
   EXPECT_EQ(frames.back().size, 13);
-  for (std::size_t i = 0; i + 1 < frames.size(); ++i) EXPECT_EQ(frames[i].state, "running");
+  for (std::size_t i = 0; i + 1 < frames.size(); ++i) EXPECT_EQ(cvs::to_string(frames[i].state), "running");
 }
 
 TEST_P(NodeStream, ResumesFromAByteOffset) {
@@ -166,7 +166,7 @@ TEST_P(NodeStream, BigLogsComeInBoundedFramesBackToBackUnderBackpressure) {
   EXPECT_GT(want.size(), 60000u);
   EXPECT_EQ(data_of(frames), want);
   for (const auto& f : frames) EXPECT_LE(f.data.size(), 3000u);
-  EXPECT_EQ(frames.back().state, "exited");
+  EXPECT_EQ(cvs::to_string(frames.back().state), "exited");
 }
 
 TEST_P(NodeStream, StopLineStopsTheWholeSessionAndTheStreamSaysStopped) {
@@ -176,14 +176,14 @@ TEST_P(NodeStream, StopLineStopsTheWholeSessionAndTheStreamSaysStopped) {
   cvs::StreamUpdate first;
   for (int i = 0; i < 50 && first.frames.empty(); ++i) first = set.collect(100ms).at(0);
   ASSERT_FALSE(first.frames.empty());
-  EXPECT_EQ(first.frames.front().state, "running");
+  EXPECT_EQ(cvs::to_string(first.frames.front().state), "running");
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(set.send(0, "stop"));
   auto frames = drain(set);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s)
       << "the final frame follows the stop, not the next interval";
   ASSERT_FALSE(frames.empty());
-  EXPECT_EQ(frames.back().state, "stopped");
+  EXPECT_EQ(cvs::to_string(frames.back().state), "stopped");
   EXPECT_TRUE(fs::exists(pid + ".stopped"));
   EXPECT_EQ(session_left(), "") << "no live process of the session survives";
 }
@@ -208,7 +208,7 @@ TEST_P(NodeStream, AKilledRunIsGone) {
   ASSERT_NO_FATAL_FAILURE(kill_session());
   auto frames = drain(set);
   ASSERT_FALSE(frames.empty());
-  EXPECT_EQ(frames.back().state, "gone") << "no exit code was written: killed";
+  EXPECT_EQ(cvs::to_string(frames.back().state), "gone") << "no exit code was written: killed";
 }
 
 TEST_P(NodeStream, AStopThatFindsTheRunAlreadyDeadKeepsItGoneNotStopped) {
@@ -225,7 +225,7 @@ TEST_P(NodeStream, AStopThatFindsTheRunAlreadyDeadKeepsItGoneNotStopped) {
   auto frames = drain(set);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   ASSERT_FALSE(frames.empty());
-  EXPECT_EQ(frames.back().state, "gone");
+  EXPECT_EQ(cvs::to_string(frames.back().state), "gone");
   EXPECT_FALSE(fs::exists(pid + ".stopped"));
 }
 
@@ -315,7 +315,7 @@ TEST_P(NodeStream, ManyStreamsOnOneLoop) {
     for (int r = 0; r < n; ++r) {
       for (const auto& f : ups[r].frames) {
         data[r] += f.data;
-        state[r] = f.state;
+        state[r] = cvs::to_string(f.state);
       }
       all = all && ups[r].ended;
     }
