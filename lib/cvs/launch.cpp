@@ -570,8 +570,11 @@ RunOutcome Launcher::run(const RunRequest& req, const ProgressSink& progress) {
           out.first_error = *e;
           out.first_error_node = no.node;
         }
-        errors.push_back(no.node + ": error pattern '" + e->pattern_name + "' at " + logs[r] + ":" +
-                         std::to_string(e->line_no) + ": " + e->line);
+        // The node whose error was seen first leads the message (verdicts run several times a
+        // poll: a later one may find the other nodes' errors too).
+        auto msg = no.node + ": error pattern '" + e->pattern_name + "' at " + logs[r] + ":" +
+                   std::to_string(e->line_no) + ": " + e->line;
+        errors.insert(no.node == out.first_error_node ? errors.begin() : errors.end(), std::move(msg));
       } else if (sr.abort) {
         errors.push_back(no.node + ": MaxText aborted training on a " + *sr.abort + " loss");
       } else {

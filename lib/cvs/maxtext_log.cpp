@@ -150,17 +150,18 @@ std::optional<StepRecord> fast_step(std::string_view s) {
   return r;
 }
 
-}  // namespace
-
-namespace {
-
 using Parser = std::optional<LogEvent> (*)(std::string_view line);
 
-std::optional<LogEvent> with_step(const std::optional<StepRecord>& r) {
-  if (!r) return std::nullopt;
+// A LogEvent carrying one parsed value (nullopt when the value did not parse).
+template <typename T>
+std::optional<LogEvent> event_with(std::optional<T> LogEvent::*field, const std::optional<T>& v) {
+  if (!v) return std::nullopt;
   LogEvent ev;
-  ev.step = r;
+  ev.*field = v;
   return ev;
+}
+std::optional<LogEvent> with_step(const std::optional<StepRecord>& r) {
+  return event_with(&LogEvent::step, r);
 }
 
 std::optional<LogEvent> step_line(std::string_view line) {
@@ -241,10 +242,7 @@ std::optional<LogEvent> restored_line(std::string_view line) {
 // Orbax: "[async] Finished save (blocking + background) in S seconds @ DIR/STEP" (async) or
 // "[sync] Finished save in S seconds @ DIR/STEP"; "[sync] Finished load in S seconds @ DIR/STEP".
 std::optional<LogEvent> with_checkpoint(const std::optional<CheckpointEvent>& c) {
-  if (!c) return std::nullopt;
-  LogEvent ev;
-  ev.checkpoint = c;
-  return ev;
+  return event_with(&LogEvent::checkpoint, c);
 }
 std::optional<LogEvent> save_duration_line(std::string_view line) {
   if (auto d = orbax_duration(line, "Finished save (blocking + background) in ",

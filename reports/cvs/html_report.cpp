@@ -270,20 +270,10 @@ tr.differs td,tr.differs th{background:#fdf1dc}.ci{stroke:#1b62c4;stroke-width:4
 
 }  // namespace
 
-std::string render_html(const ordered_json& r) {
-  std::ostringstream h;
-  const std::string status = r.value("status", std::string("FAIL"));
-  const auto& cfg = r["config"];
-  h << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
-    << html_escape(r.value("suite", std::string())) << " " << status << "</title><style>" << kCss
-    << "</style></head><body>";
-  h << "<header class=\"" << status << "\"><h1>" << html_escape(r.value("suite", std::string())) << ": "
-    << status << "</h1><p>" << html_escape(cfg.value("model", std::string())) << " on "
-    << html_escape(cfg.value("gpu_name", std::string())) << " &middot; "
-    << html_escape(cfg.value("mode", std::string())) << " &middot; " << r["cluster"]["nodes"].size()
-    << " node(s) &times; " << cfg.value("gpus_per_node", 0) << " &middot; "
-    << html_escape(r.value("started_at", std::string())) << "</p></header><main>";
+namespace {
 
+void summary_html(std::ostringstream& h, const ordered_json& r) {
+  const auto& cfg = r["config"];
   h << "<section><h2>Summary</h2><p class=\"counts\">";
   for (const char* k : {"PASS", "FAIL", "ERROR", "INCONCLUSIVE", "RECORD", "N/A", "SKIPPED"})
     h << "<span>" << badge(k) << " " << r["counts"].value(k, 0) << "</span>";
@@ -302,66 +292,71 @@ std::string render_html(const ordered_json& r) {
       << html_escape(st.value("message", std::string())) << "</td></tr>";
   }
   h << "</table></section>";
+}
 
-  for (auto it = r["sweeps"].begin(); it != r["sweeps"].end(); ++it) {
-    const auto& s = it.value();
-    h << "<section><h2>Sweep <code>" << html_escape(it.key()) << "</code> &mdash; "
-      << html_escape(s.value("status", std::string())) << "</h2>";
-    if (s.contains("run")) {
-      const auto& run = s["run"];
-      if (!run.value("failure", std::string()).empty())
-        h << "<div class=\"err\">" << html_escape(run["failure"].get<std::string>()) << "</div>";
-      if (run.contains("first_error"))
-        h << "<p>First matched error line (" << html_escape(run["first_error"]["pattern"].get<std::string>())
-          << ", node " << html_escape(run["first_error"]["node"].get<std::string>()) << ", line "
-          << run["first_error"]["line_no"] << "):</p><div class=\"err\">"
-          << html_escape(run["first_error"]["line"].get<std::string>()) << "</div>";
-      h << "<p class=\"muted\">run <code>" << html_escape(s.value("run_name", std::string())) << "</code>, "
-        << fmt(run.value("wall_seconds", 0.0), "%.1f") << " s, effective quantization <code>"
-        << html_escape(quantization_label(s["effective_config"])) << "</code>. Node logs: ";
-      for (const auto& n : run["nodes"])
-        h << "<a href=\"" << html_escape(n.value("log", std::string())) << "\">"
-          << html_escape(n.value("node", std::string())) << "</a> ";
-      if (run.contains("maxtext_yaml"))
-        h << "&middot; <a href=\"" << html_escape(run["maxtext_yaml"].get<std::string>())
-          << "\">MaxText YAML</a>";
-      h << "</p>";
-      if (s.contains("early_stop")) {
-        const auto& x = s["early_stop"];
-        h << "<p>" << (x.value("stopped_early", false) ? "Stopped early" : "Ran to the cap") << " after "
-          << x.value("steps_run", 0LL) << " steps (configured " << x.value("configured_steps", 0LL)
-          << ", cap " << x.value("cap", 0LL) << "): " << x.value("steps_saved", 0LL) << " steps and "
-          << fmt(x.value("seconds_saved", 0.0), "%.1f") << " s saved against the configured steps. "
-          << html_escape(x.value("reason", std::string())) << "</p>";
-      }
+// The run of one sweep: its failure, first error line, logs and early stop.
+void sweep_run_html(std::ostringstream& h, const ordered_json& s) {
+  if (s.contains("run")) {
+    const auto& run = s["run"];
+    if (!run.value("failure", std::string()).empty())
+      h << "<div class=\"err\">" << html_escape(run["failure"].get<std::string>()) << "</div>";
+    if (run.contains("first_error"))
+      h << "<p>First matched error line (" << html_escape(run["first_error"]["pattern"].get<std::string>())
+        << ", node " << html_escape(run["first_error"]["node"].get<std::string>()) << ", line "
+        << run["first_error"]["line_no"] << "):</p><div class=\"err\">"
+        << html_escape(run["first_error"]["line"].get<std::string>()) << "</div>";
+    h << "<p class=\"muted\">run <code>" << html_escape(s.value("run_name", std::string())) << "</code>, "
+      << fmt(run.value("wall_seconds", 0.0), "%.1f") << " s, effective quantization <code>"
+      << html_escape(quantization_label(s["effective_config"])) << "</code>. Node logs: ";
+    for (const auto& n : run["nodes"])
+      h << "<a href=\"" << html_escape(n.value("log", std::string())) << "\">"
+        << html_escape(n.value("node", std::string())) << "</a> ";
+    if (run.contains("maxtext_yaml"))
+      h << "&middot; <a href=\"" << html_escape(run["maxtext_yaml"].get<std::string>())
+        << "\">MaxText YAML</a>";
+    h << "</p>";
+    if (s.contains("early_stop")) {
+      const auto& x = s["early_stop"];
+      h << "<p>" << (x.value("stopped_early", false) ? "Stopped early" : "Ran to the cap") << " after "
+        << x.value("steps_run", 0LL) << " steps (configured " << x.value("configured_steps", 0LL) << ", cap "
+        << x.value("cap", 0LL) << "): " << x.value("steps_saved", 0LL) << " steps and "
+        << fmt(x.value("seconds_saved", 0.0), "%.1f") << " s saved against the configured steps. "
+        << html_escape(x.value("reason", std::string())) << "</p>";
     }
-    h << "<table><tr><th>Metric</th><th>Value</th><th>Threshold</th><th>Interval</th><th>Margin</th><th>"
-         "Outcome</th><th>Detail</th></tr>";
-    std::set<std::string> shown;
-    for (const auto& e : s.value("evaluations", ordered_json::array())) {
-      shown.insert(e["metric"].get<std::string>());
-      h << "<tr><td><code>" << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">"
-        << val(e["value"]) << "</td><td>" << threshold_cell(e) << "</td><td>" << interval_cell(e)
-        << "</td><td class=\"num\">" << margin_cell(e) << "</td><td>"
-        << badge(e["outcome"].get<std::string>()) << "</td><td>"
-        << html_escape(e.value("message", std::string())) << "</td></tr>";
-    }
-    const auto metrics = s.value("metrics", ordered_json::object());
-    for (auto m = metrics.begin(); m != metrics.end(); ++m)
-      if (!shown.count("training." + m.key()))
-        h << "<tr><td><code>training." << html_escape(m.key()) << "</code></td><td class=\"num\">"
-          << val(m.value()) << "</td><td>&mdash;</td><td>&mdash;</td><td>&mdash;</td><td>" << badge("RECORD")
-          << "</td><td>not evaluated in this session</td></tr>";
-    h << "</table>";
-    h << "<div class=\"plots\"><div><h3>Loss curve</h3>"
-      << loss_svg(s.value("loss_curve", ordered_json::array()),
-                  s.value("sampled_curve", ordered_json::array()))
-      << "</div><div><h3>Step-time distribution (steady state)</h3>"
-      << step_time_svg(s.value("step_times_ms", ordered_json::array())) << "</div></div>";
-    for (const auto& n : s.value("notes", ordered_json::array()))
-      h << "<p class=\"muted\">" << html_escape(n.get<std::string>()) << "</p>";
-    h << "</section>";
   }
+}
+
+void sweep_html(std::ostringstream& h, const std::string& key, const ordered_json& s) {
+  h << "<section><h2>Sweep <code>" << html_escape(key) << "</code> &mdash; "
+    << html_escape(s.value("status", std::string())) << "</h2>";
+  sweep_run_html(h, s);
+  h << "<table><tr><th>Metric</th><th>Value</th><th>Threshold</th><th>Interval</th><th>Margin</th><th>"
+       "Outcome</th><th>Detail</th></tr>";
+  std::set<std::string> shown;
+  for (const auto& e : s.value("evaluations", ordered_json::array())) {
+    shown.insert(e["metric"].get<std::string>());
+    h << "<tr><td><code>" << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">"
+      << val(e["value"]) << "</td><td>" << threshold_cell(e) << "</td><td>" << interval_cell(e)
+      << "</td><td class=\"num\">" << margin_cell(e) << "</td><td>" << badge(e["outcome"].get<std::string>())
+      << "</td><td>" << html_escape(e.value("message", std::string())) << "</td></tr>";
+  }
+  const auto metrics = s.value("metrics", ordered_json::object());
+  for (auto m = metrics.begin(); m != metrics.end(); ++m)
+    if (!shown.count("training." + m.key()))
+      h << "<tr><td><code>training." << html_escape(m.key()) << "</code></td><td class=\"num\">"
+        << val(m.value()) << "</td><td>&mdash;</td><td>&mdash;</td><td>&mdash;</td><td>" << badge("RECORD")
+        << "</td><td>not evaluated in this session</td></tr>";
+  h << "</table>";
+  h << "<div class=\"plots\"><div><h3>Loss curve</h3>"
+    << loss_svg(s.value("loss_curve", ordered_json::array()), s.value("sampled_curve", ordered_json::array()))
+    << "</div><div><h3>Step-time distribution (steady state)</h3>"
+    << step_time_svg(s.value("step_times_ms", ordered_json::array())) << "</div></div>";
+  for (const auto& n : s.value("notes", ordered_json::array()))
+    h << "<p class=\"muted\">" << html_escape(n.get<std::string>()) << "</p>";
+  h << "</section>";
+}
+
+void checkpoint_html(std::ostringstream& h, const ordered_json& r) {
   if (r.contains("checkpoint_resume")) {
     const auto& c = r["checkpoint_resume"];
     h << "<section><h2>Checkpoint save/resume &mdash; " << badge(c.value("passed", false) ? "PASS" : "FAIL")
@@ -372,6 +367,9 @@ std::string render_html(const ordered_json& r) {
       h << "<tr><th>" << k << "</th><td class=\"num\">" << val(c.value(k, ordered_json())) << "</td></tr>";
     h << "</table></section>";
   }
+}
+
+void baseline_html(std::ostringstream& h, const ordered_json& r) {
   if (r.contains("baseline_comparison")) {
     const auto& b = r["baseline_comparison"];
     h << "<section><h2>Compared with the baseline</h2>";
@@ -396,7 +394,10 @@ std::string render_html(const ordered_json& r) {
     }
     h << "</section>";
   }
-  h << thresholds_section(r);
+}
+
+void config_html(std::ostringstream& h, const ordered_json& r) {
+  const auto& cfg = r["config"];
   h << "<section><h2>Config and cluster</h2><table>";
   for (auto it = cfg.begin(); it != cfg.end(); ++it)
     h << "<tr><th>" << html_escape(it.key()) << "</th><td>" << val(it.value()) << "</td></tr>";
@@ -406,6 +407,29 @@ std::string render_html(const ordered_json& r) {
       << ", " << html_escape(n.value("transport", std::string())) << ") ";
   h << "</td></tr><tr><th>provenance</th><td><code>" << html_escape(r["provenance"].dump())
     << "</code></td></tr></table></section>";
+}
+
+}  // namespace
+
+std::string render_html(const ordered_json& r) {
+  std::ostringstream h;
+  const std::string status = r.value("status", std::string("FAIL"));
+  const auto& cfg = r["config"];
+  h << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+    << html_escape(r.value("suite", std::string())) << " " << status << "</title><style>" << kCss
+    << "</style></head><body>";
+  h << "<header class=\"" << status << "\"><h1>" << html_escape(r.value("suite", std::string())) << ": "
+    << status << "</h1><p>" << html_escape(cfg.value("model", std::string())) << " on "
+    << html_escape(cfg.value("gpu_name", std::string())) << " &middot; "
+    << html_escape(cfg.value("mode", std::string())) << " &middot; " << r["cluster"]["nodes"].size()
+    << " node(s) &times; " << cfg.value("gpus_per_node", 0) << " &middot; "
+    << html_escape(r.value("started_at", std::string())) << "</p></header><main>";
+  summary_html(h, r);
+  for (auto it = r["sweeps"].begin(); it != r["sweeps"].end(); ++it) sweep_html(h, it.key(), it.value());
+  checkpoint_html(h, r);
+  baseline_html(h, r);
+  h << thresholds_section(r);
+  config_html(h, r);
   h << "</main></body></html>\n";
   return h.str();
 }

@@ -163,13 +163,10 @@ ordered_json sweep_json(const fixtures::Session& s, const fixtures::SweepResult&
 
 }  // namespace
 
-ordered_json build_results(const fixtures::Session& s, const std::vector<TestRecord>& tests) {
-  const fs::path base = s.opts.output;
-  ordered_json r;
-  r["schema_version"] = kResultsSchemaVersion;
-  r["suite"] = s.opts.suite_name;
-  r["started_at"] = s.started_at;
-  r["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+namespace {
+
+// The stages as gtest ran them, each with its outcome; the counts and the session's status.
+void stages_json(ordered_json& r, const std::vector<TestRecord>& tests) {
   std::map<std::string, int> counts = {{"PASS", 0},   {"FAIL", 0}, {"ERROR", 0},  {"INCONCLUSIVE", 0},
                                        {"RECORD", 0}, {"N/A", 0},  {"SKIPPED", 0}};
   bool any_fail = false, any_error = false;
@@ -193,9 +190,12 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
                       {"properties", props}});
   }
   // A missed gate is the verdict; without one, an infrastructure error means there is no verdict.
+  r["stages"] = stages;
   r["status"] = any_fail ? "FAIL" : (any_error ? "ERROR" : "PASS");
   r["counts"] = counts;
+}
 
+void config_json(ordered_json& r, const fixtures::Session& s) {
   const auto& c = s.cfg;
   r["config"] = {{"file", fs::absolute(c.file).string()},
                  {"sha256", c.sha256},
@@ -226,18 +226,10 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
         {"provenance", s.thresholds->calibration->value("provenance", ordered_json::object())},
         {"provenance_differences", diffs}};
   }
+}
 
-  ordered_json sweeps = ordered_json::object();
-  for (const auto& key : c.runs) {
-    auto it = s.sweeps.find(key);
-    if (it == s.sweeps.end()) {
-      sweeps[key] = {{"test_name", sweep_test_name(key)}, {"status", "NOT RUN"}};
-      continue;
-    }
-    sweeps[key] = sweep_json(s, it->second, base);
-  }
-  r["sweeps"] = sweeps;
-  if (s.smoke) r["smoke"] = run_json(*s.smoke, base);
+void checkpoint_json(ordered_json& r, const fixtures::Session& s, const fs::path& base) {
+  const auto& c = s.cfg;
   if (s.checkpoint) {
     const auto& ck = *s.checkpoint;
     auto opt = [](const auto& o) { return o ? ordered_json(*o) : ordered_json(nullptr); };
@@ -259,7 +251,9 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
         {"phase1", run_json(ck.phase1, base)},
         {"phase2", ck.phase2.nodes.empty() ? ordered_json(nullptr) : run_json(ck.phase2, base)}};
   }
-  r["stages"] = stages;
+}
+
+void baseline_json(ordered_json& r, const fixtures::Session& s) {
   if (!s.opts.baseline.empty()) {
     try {
       std::ifstream in(s.opts.baseline);
@@ -273,6 +267,36 @@ ordered_json build_results(const fixtures::Session& s, const std::vector<TestRec
       r["baseline_comparison"] = {{"baseline", s.opts.baseline.string()}, {"error", e.what()}};
     }
   }
+}
+
+}  // namespace
+
+ordered_json build_results(const fixtures::Session& s, const std::vector<TestRecord>& tests) {
+  const fs::path base = s.opts.output;
+  ordered_json r;
+  r["schema_version"] = kResultsSchemaVersion;
+  r["suite"] = s.opts.suite_name;
+  r["started_at"] = s.started_at;
+  r["finished_at"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  stages_json(r, tests);
+  config_json(r, s);
+  ordered_json sweeps = ordered_json::object();
+  for (const auto& key : s.cfg.runs) {
+    auto it = s.sweeps.find(key);
+    if (it == s.sweeps.end()) {
+      sweeps[key] = {{"test_name", sweep_test_name(key)}, {"status", "NOT RUN"}};
+      continue;
+    }
+    sweeps[key] = sweep_json(s, it->second, base);
+  }
+  r["sweeps"] = sweeps;
+  if (s.smoke) r["smoke"] = run_json(*s.smoke, base);
+  checkpoint_json(r, s, base);
+  // The key order of results.json: stages after the runs (readers go by key; people by order).
+  auto stages = std::move(r["stages"]);
+  r.erase("stages");
+  r["stages"] = std::move(stages);
+  baseline_json(r, s);
   return r;
 }
 

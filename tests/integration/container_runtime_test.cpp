@@ -60,6 +60,16 @@ class ContainerRuntime : public ::testing::TestWithParam<std::string> {
     return cvs::load_config_text(j.dump(), "container_runtime_test.json",
                                  {.user = "", .require_threshold_file = false});
   }
+  // A container of the configured name started by hand (extra: e.g. --label k=v), as someone
+  // else or an earlier session left it.
+  bool start_by_hand(const Argv& extra) const {
+    Argv argv = {GetParam(), "run", "--detach", "--name", name_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    for (const char* a :
+         {"--volume", "/usr:/usr:ro", "--entrypoint", "sleep", "localhost/cvs-test-host:latest", "infinity"})
+      argv.emplace_back(a);
+    return sh(argv).ok();
+  }
   std::string name_;
 };
 
@@ -83,9 +93,7 @@ TEST_P(ContainerRuntime, LaunchLabelsExecEnvChecksAndTeardown) {
 }
 
 TEST_P(ContainerRuntime, AForeignContainerOfTheNameIsRefusedAndLeftAlone) {
-  ASSERT_TRUE(sh({GetParam(), "run", "--detach", "--name", name_, "--volume", "/usr:/usr:ro", "--entrypoint",
-                  "sleep", "localhost/cvs-test-host:latest", "infinity"})
-                  .ok());
+  ASSERT_TRUE(start_by_hand({}));
   auto cfg = config();
   auto cluster = cvs::default_cluster();
   {
@@ -101,11 +109,8 @@ TEST_P(ContainerRuntime, AForeignContainerOfTheNameIsRefusedAndLeftAlone) {
 }
 
 TEST_P(ContainerRuntime, AContainerThisSuiteLeftIsReplaced) {
-  ASSERT_TRUE(
-      sh({GetParam(), "run", "--detach", "--name", name_, "--label",
-          "org.cvs-maxtext.suite=jaxmaxtext_single", "--label", "org.cvs-maxtext.session=old", "--volume",
-          "/usr:/usr:ro", "--entrypoint", "sleep", "localhost/cvs-test-host:latest", "infinity"})
-          .ok());
+  ASSERT_TRUE(start_by_hand(
+      {"--label", "org.cvs-maxtext.suite=jaxmaxtext_single", "--label", "org.cvs-maxtext.session=old"}));
   auto cfg = config();
   auto cluster = cvs::default_cluster();
   cvs::Launcher l(cfg, cluster, {});
