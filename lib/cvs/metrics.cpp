@@ -90,14 +90,11 @@ std::optional<double> work_over_time(const std::vector<double>& rates, const std
 
 }  // namespace
 
-RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vector<EvalRecord>& evals,
-                           const MetricsContext& ctx) {
-  RunMetrics m;
+namespace {
+
+// Loss figures of the whole run: first and last, whether it fell, the first non-finite step.
+void loss_metrics(RunMetrics& m, const std::vector<StepRecord>& steps) {
   auto set = [&](const std::string& k, double v) { m.values[k] = v; };
-  if (steps.empty()) {
-    m.notes.push_back("no 'completed step' lines in the log");
-    return m;
-  }
   for (const auto& s : steps) {
     m.loss_curve.push_back({s.step, s.loss});
     if (!std::isfinite(s.loss) && !m.nonfinite_loss) {
@@ -112,7 +109,11 @@ RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vect
       (std::isfinite(steps.back().loss) && steps.back().loss < steps.front().loss && !m.nonfinite_loss)
           ? 1.0
           : 0.0);
+}
 
+// Throughput and step time over the steady-state steps (warm-up dropped by position).
+void speed_metrics(RunMetrics& m, const std::vector<StepRecord>& steps, const MetricsContext& ctx) {
+  auto set = [&](const std::string& k, double v) { m.values[k] = v; };
   // Steady state: drop the warm-up records by position; rampup and profiler boundary steps carry
   // no throughput.
   std::vector<const StepRecord*> steady;
@@ -165,7 +166,10 @@ RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vect
       set("last_10_steps_tokens_per_second_per_gpu_avg",
           mean(std::vector<double>(tokens.end() - static_cast<long>(n10), tokens.end())));
   }
+}
 
+void loss_curve_metrics(RunMetrics& m, const std::vector<StepRecord>& steps, const MetricsContext& ctx) {
+  auto set = [&](const std::string& k, double v) { m.values[k] = v; };
   // Loss curve: the first and the last step, every sample_every-th step and the milestone steps
   // that the run reached (as CVS samples it: a short run still has a slope, its end counts).
   const auto& lc = ctx.loss_curve;
@@ -181,9 +185,11 @@ RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vect
   else
     m.notes.push_back("loss_curve_slope needs >= 2 sampled points (every " + std::to_string(lc.sample_every) +
                       " steps); the run has " + std::to_string(m.sampled_curve.size()));
+}
 
-  if (!evals.empty()) set("eval_loss", evals.back().loss);
-
+void convergence_metrics(RunMetrics& m, const std::vector<StepRecord>& steps,
+                         const std::vector<EvalRecord>& evals, const MetricsContext& ctx) {
+  auto set = [&](const std::string& k, double v) { m.values[k] = v; };
   // Convergence: first step whose target loss is <= target_value.
   const auto& cv = ctx.convergence;
   if (cv.target_value > 0) {
@@ -215,6 +221,22 @@ RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vect
                         " not reached by " + (use_eval ? "eval" : "training") + " loss");
     }
   }
+}
+
+}  // namespace
+
+RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vector<EvalRecord>& evals,
+                           const MetricsContext& ctx) {
+  RunMetrics m;
+  if (steps.empty()) {
+    m.notes.push_back("no 'completed step' lines in the log");
+    return m;
+  }
+  loss_metrics(m, steps);
+  speed_metrics(m, steps, ctx);
+  loss_curve_metrics(m, steps, ctx);
+  if (!evals.empty()) m.values["eval_loss"] = evals.back().loss;
+  convergence_metrics(m, steps, evals, ctx);
   m.steady = steady_state(steps, ctx.num_nodes * ctx.gpus_per_node, ctx.confidence);
   if (!m.steady.found) m.notes.push_back(m.steady.why);
   if (!m.steady.note.empty()) m.notes.push_back(m.steady.note);
