@@ -81,12 +81,7 @@ struct CardContext {
 // The entry of one sweep: verified when it completed, no gate failed or went undecided, and at
 // least one gate passed.
 J sweep_entry(const CardContext& x, const std::string& key, const J& s) {
-  const auto& results = x.results;
-  const auto& cfg = x.cfg;
-  const auto& model = x.model;
-  const auto& hardware = x.hardware;
-  const auto& maxtext = x.maxtext;
-  const auto& today = x.today;
+  const auto& [results, cfg, model, hardware, maxtext, today] = x;
   const auto& m = s.value("metrics", J::object());
   const auto stages = stages_of(results, s.value("test_name", std::string("?")));
   int fails = 0, passes = 0;
@@ -157,12 +152,7 @@ J sweep_entry(const CardContext& x, const std::string& key, const J& s) {
 
 // The checkpoint save/resume entry.
 J checkpoint_entry(const CardContext& x) {
-  const auto& results = x.results;
-  const auto& cfg = x.cfg;
-  const auto& model = x.model;
-  const auto& hardware = x.hardware;
-  const auto& maxtext = x.maxtext;
-  const auto& today = x.today;
+  const auto& [results, cfg, model, hardware, maxtext, today] = x;
   const auto& c = results["checkpoint_resume"];
   const std::string sweep = c.value("sweep", std::string());
   const bool ok = c.value("passed", false);
