@@ -134,15 +134,35 @@ ExistingContainer classify_existing(bool ok, const std::string& out, const std::
   return e;
 }
 
+namespace {
+
+// Field 22 of /proc/PID/stat: the process's start time in clock ticks since boot ("" when gone).
+// Read after the last ')' (the command name may hold spaces and parentheses).
+std::string start_time(const std::string& pid) {
+  const auto stat = read_text_file("/proc/" + pid + "/stat");
+  if (!stat) return "";
+  const auto close = stat->rfind(')');
+  if (close == std::string::npos) return "";
+  std::istringstream in(stat->substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && (in >> field); ++i) {
+  }
+  return in ? field : "";
+}
+
+}  // namespace
+
+std::string controller_id(const std::string& host, long pid) {
+  const std::string p = std::to_string(pid);
+  return host + ":" + p + ":" + start_time(p);
+}
+
 bool controller_alive(const std::string& controller, const std::string& this_host) {
-  const auto colon = controller.rfind(':');
-  if (colon == std::string::npos || controller.substr(0, colon) != this_host) return false;
-  const std::string pid = controller.substr(colon + 1);
-  if (pid == std::to_string(::getpid())) return false;  // this session: a leftover of itself
-  auto cmdline = read_text_file("/proc/" + pid + "/cmdline");
-  if (!cmdline) return false;
-  std::replace(cmdline->begin(), cmdline->end(), '\0', ' ');
-  return cmdline->find("jaxmaxtext") != std::string::npos || cmdline->find("cvs") != std::string::npos;
+  const auto parts = split(controller, ':');
+  if (parts.size() != 3 || parts[0] != this_host || parts[2].empty()) return false;
+  if (parts[1] == std::to_string(::getpid())) return false;  // this session: a leftover of itself
+  // The same pid and start time: that very process, not a later one that reuses the pid.
+  return start_time(parts[1]) == parts[2];
 }
 
 std::optional<long long> parse_size_bytes(const std::string& s) {

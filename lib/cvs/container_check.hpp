@@ -19,12 +19,15 @@ struct ExistingContainer {
   enum class State { Free, Ours, Foreign, Unknown };
   State state = State::Unknown;
   std::string session;     // kSessionLabel of a container we left
-  std::string controller;  // kControllerLabel: host:pid of the suite that started it
+  std::string controller;  // kControllerLabel: controller_id of the suite that started it
   std::string detail;      // Unknown: the engine's message
 };
 ExistingContainer classify_existing(bool ok, const std::string& out, const std::string& err);
 
-// Whether `controller` (host:pid) names a suite process alive on this host: its container is in
+// HOST:PID:START of process `pid` on this host, START its start time (/proc/PID/stat): the pid and
+// its start time name one process, never a later one that reuses the pid.
+std::string controller_id(const std::string& host, long pid);
+// Whether `controller` (controller_id) names a process alive on this host: its container is in
 // use by a running session, not stale.
 bool controller_alive(const std::string& controller, const std::string& this_host);
 

@@ -72,7 +72,8 @@ Launcher::Launcher(const SuiteConfig& cfg, Cluster& cluster, PollPolicy policy)
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   labels_.config_sha256 = cfg.sha256;
-  labels_.controller = std::string(host) + ":" + std::to_string(::getpid());
+  host_ = host;
+  labels_.controller = controller_id(host_, ::getpid());
 }
 
 Launcher::~Launcher() {
@@ -229,7 +230,7 @@ std::vector<std::string> Launcher::clear_container_name() {
           node + ": a container named " + name + " exists that cvs-maxtext did not start (no " + kSuiteLabel +
           " label): remove it (`" + cli + " rm --force " + name +
           "`) or set container.name (/container/name) to another name in " + cfg_.file.string());
-    } else if (controller_alive(e.controller, labels_.controller.substr(0, labels_.controller.rfind(':')))) {
+    } else if (controller_alive(e.controller, host_)) {
       problems.push_back(node + ": container " + name + " belongs to a running session (" + e.session +
                          ", process " + e.controller +
                          "): wait for it, or set container.name (/container/name)"

@@ -162,6 +162,7 @@ class Launcher {
   std::unique_ptr<Runtime> runtime_;
   Transport transport_;
   ContainerLabels labels_;
+  std::string host_;  // this host's name (the controller of the containers it starts)
   std::string train_script_;
   std::string image_id_;
   bool launched_ = false;

@@ -19,7 +19,7 @@ enum class Engine { Docker, Podman };
 inline constexpr const char* kSuiteLabel = "org.cvs-maxtext.suite";
 inline constexpr const char* kSessionLabel = "org.cvs-maxtext.session";
 inline constexpr const char* kConfigLabel = "org.cvs-maxtext.config-sha256";
-inline constexpr const char* kControllerLabel = "org.cvs-maxtext.controller";  // host:pid of the suite
+inline constexpr const char* kControllerLabel = "org.cvs-maxtext.controller";  // host:pid:start of the suite
 struct ContainerLabels {
   std::string suite = "cvs-maxtext";
   std::string session;

@@ -156,12 +156,13 @@ TEST(ExistingContainer, FreeOursForeignOrUnknown) {
 }
 
 TEST(ExistingContainer, ARunningControllerOnThisHostIsNotStale) {
-  // The parent of this test (ctest or a shell) is alive but no suite; pid 1 neither.
+  // Not alive: another host, a pid that does not exist, this very process (a leftover of its own
+  // session), a label without a start time.
+  EXPECT_FALSE(cvs::controller_alive(cvs::controller_id("otherhost", 1), "thishost"));
+  EXPECT_FALSE(cvs::controller_alive("thishost:99999999:1", "thishost"));
+  EXPECT_FALSE(cvs::controller_alive(cvs::controller_id("thishost", ::getpid()), "thishost"));
   EXPECT_FALSE(cvs::controller_alive("thishost:1", "thishost"));
-  EXPECT_FALSE(cvs::controller_alive("otherhost:1", "thishost"));
-  EXPECT_FALSE(cvs::controller_alive("thishost:99999999", "thishost"));
-  EXPECT_FALSE(cvs::controller_alive("thishost:" + std::to_string(::getpid()), "thishost"));
-  // A live process that is a suite (its argv[0] says so): in use.
+  // A live process named by its pid and start time: in use.
   const pid_t child = ::fork();
   if (child == 0) {
     ::execl("/bin/sleep", "jaxmaxtext_single", "30", static_cast<char*>(nullptr));
@@ -169,10 +170,13 @@ TEST(ExistingContainer, ARunningControllerOnThisHostIsNotStale) {
   }
   ASSERT_GT(child, 0);
   ::usleep(100000);
-  EXPECT_TRUE(cvs::controller_alive("thishost:" + std::to_string(child), "thishost"));
+  const auto id = cvs::controller_id("thishost", child);
+  EXPECT_TRUE(cvs::controller_alive(id, "thishost")) << id;
+  // The same pid with another start time is a later process reusing the pid: not the controller.
+  EXPECT_FALSE(cvs::controller_alive("thishost:" + std::to_string(child) + ":1", "thishost"));
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
-  EXPECT_FALSE(cvs::controller_alive("thishost:" + std::to_string(child), "thishost"));
+  EXPECT_FALSE(cvs::controller_alive(id, "thishost"));
 }
 
 }  // namespace
