@@ -1,10 +1,10 @@
-// The log scanner alone on one file, read in 1 MiB blocks as LogFollower reads a growing log:
-// prints bytes, seconds, MB/s, lines and step lines. Used by bench/logscan_compare.sh.
+// The log scanner alone on one file, as `cvs metrics` reads it (scan_log_file):
+// error patterns and MaxText event lines found and parsed, the step records handed to a sink that
+// counts them (keeping them is the metrics' part). Prints bytes, seconds, MB/s, lines and step
+// lines. Used by bench/logscan_compare.sh.
 //   scan_file LOG
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <string>
 
 #include "cvs/config.hpp"
 #include "cvs/logscan.hpp"
@@ -14,20 +14,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: scan_file LOG\n");
     return 2;
   }
-  std::ifstream in(argv[1], std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "scan_file: cannot read %s\n", argv[1]);
-    return 2;
-  }
+  struct Count : cvs::RecordSink {
+    std::size_t steps = 0;
+    void step(const cvs::StepRecord&) override { ++steps; }
+    void eval(const cvs::EvalRecord&) override {}
+  } count;
   const auto t0 = std::chrono::steady_clock::now();
-  cvs::LogScanner scanner(cvs::default_error_patterns());
-  std::string buf(1 << 20, '\0');
-  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
-    scanner.feed(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())));
-  scanner.finish();
+  const auto r = cvs::scan_log_file(argv[1], cvs::default_error_patterns(), &count);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const auto& r = scanner.result();
   std::printf("bytes %llu seconds %.3f MB/s %.1f lines %lld steps %zu errors %zu\n", r.bytes, s,
-              static_cast<double>(r.bytes) / 1e6 / s, r.lines, r.steps.size(), r.errors.size());
+              static_cast<double>(r.bytes) / 1e6 / s, r.lines, count.steps, r.errors.size());
   return 0;
 }

@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 namespace cvs {
 namespace {
@@ -266,15 +268,28 @@ void LogScanner::process(std::string_view chunk, bool events) {
 
 void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t at) {
   if (needle == impl_->p->step_needle) {
-    if (auto r = parse_step_line(line.substr(at))) result_.steps.push_back(*r);
+    if (auto r = parse_step_line(line.substr(at))) {
+      if (sink_)
+        sink_->step(*r);
+      else
+        result_.steps.push_back(*r);
+    }
     return;
   }
   if (auto ev = parse_maxtext_event(needle, line)) record(*ev);
 }
 
 void LogScanner::record(const LogEvent& ev) {
-  if (ev.step) result_.steps.push_back(*ev.step);
-  if (ev.eval) result_.evals.push_back(*ev.eval);
+  if (ev.step) {
+    if (sink_)
+      sink_->step(*ev.step);
+    else
+      result_.steps.push_back(*ev.step);
+  }
+  if (ev.eval) {
+    result_.evals.push_back(*ev.eval);
+    if (sink_) sink_->eval(*ev.eval);
+  }
   if (ev.checkpoint) result_.checkpoints.push_back(*ev.checkpoint);
   if (ev.abort && !result_.abort) result_.abort = ev.abort;
   if (ev.config_param) result_.effective_config[ev.config_param->first] = ev.config_param->second;
@@ -312,14 +327,63 @@ std::size_t LogFollower::poll() {
   return total;
 }
 
-ScanResult scan_log_file(const std::filesystem::path& path, const std::vector<ErrorPattern>& patterns) {
+ScanResult scan_log_file(const std::filesystem::path& path, const std::vector<ErrorPattern>& patterns,
+                         RecordSink* sink) {
   if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("cannot read log " + path.string());
-  // read() in 1 MiB blocks, not mmap: measured faster here, and mapped pages would count in the
-  // resident set as the whole file.
-  LogFollower f(path, patterns);
-  f.poll();
-  f.finish();
-  return f.take_result();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read log " + path.string());
+  LogScanner scanner(patterns);
+  scanner.set_sink(sink);
+  // read() in 4 MiB blocks, not mmap (mapped pages would count in the resident set as the whole
+  // file), by a reader thread one block ahead of the scan: the kernel's copy overlaps the scan.
+  constexpr std::size_t kBlock = 4 << 20;
+  std::string blocks[2] = {std::string(kBlock, '\0'), std::string(kBlock, '\0')};
+  std::size_t got[2] = {0, 0};
+  bool ready[2] = {false, false}, done = false;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::thread reader([&] {
+    for (int k = 0;; k ^= 1) {
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return !ready[k] || done; });
+        if (done) return;
+      }
+      in.read(blocks[k].data(), static_cast<std::streamsize>(kBlock));
+      const auto n = static_cast<std::size_t>(in.gcount());
+      std::lock_guard lock(mu);
+      got[k] = n;
+      ready[k] = true;
+      cv.notify_all();
+      if (n == 0) return;
+    }
+  });
+  try {
+    for (int k = 0;; k ^= 1) {
+      std::size_t n;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return ready[k]; });
+        n = got[k];
+      }
+      if (n == 0) break;
+      scanner.feed(std::string_view(blocks[k].data(), n));
+      std::lock_guard lock(mu);
+      ready[k] = false;
+      cv.notify_all();
+    }
+  } catch (...) {
+    {
+      std::lock_guard lock(mu);
+      done = true;
+      cv.notify_all();
+    }
+    reader.join();
+    throw;
+  }
+  reader.join();
+  scanner.finish();
+  return scanner.take_result();
 }
 
 }  // namespace cvs

@@ -37,9 +37,21 @@ struct ScanResult {
   const ErrorMatch* first_error() const { return errors.empty() ? nullptr : &errors.front(); }
 };
 
+// Takes a scanner's step records as they are parsed, in log order, evals among them, instead of
+// its result keeping every step (the result keeps the evals and everything else): what `cvs
+// metrics` streams a multi-GB log through.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual void step(const StepRecord& r) = 0;
+  virtual void eval(const EvalRecord& e) = 0;
+};
+
 class LogScanner {
  public:
   explicit LogScanner(const std::vector<ErrorPattern>& patterns);
+  // Step records go to `sink` (not kept by the scanner) from now on; nullptr: kept again.
+  void set_sink(RecordSink* sink) { sink_ = sink; }
   ~LogScanner();
   LogScanner(LogScanner&&) noexcept;
   LogScanner& operator=(LogScanner&&) noexcept;
@@ -74,6 +86,7 @@ class LogScanner {
   std::unique_ptr<Impl> impl_;
   std::string pending_;
   ScanResult result_;
+  RecordSink* sink_ = nullptr;
 };
 
 // Follows one log file on disk: each poll() reads what was appended since the last one.
@@ -86,6 +99,7 @@ class LogFollower {
   void finish() { scanner_.finish(); }
   const ScanResult& result() const { return scanner_.result(); }
   ScanResult take_result() { return scanner_.take_result(); }
+  void set_sink(RecordSink* sink) { scanner_.set_sink(sink); }
   const std::filesystem::path& path() const { return path_; }
   unsigned long long offset() const { return offset_; }
 
@@ -95,7 +109,8 @@ class LogFollower {
   LogScanner scanner_;
 };
 
-// Scans a whole file at once (for `cvs metrics` and tests).
-ScanResult scan_log_file(const std::filesystem::path& path, const std::vector<ErrorPattern>& patterns);
+// Scans a whole file at once (for `cvs metrics` and tests); with a sink, the steps go there.
+ScanResult scan_log_file(const std::filesystem::path& path, const std::vector<ErrorPattern>& patterns,
+                         RecordSink* sink = nullptr);
 
 }  // namespace cvs

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cvs/decimal_column.hpp"
 #include "cvs/maxtext_log.hpp"
 
 namespace cvs {
@@ -72,8 +73,11 @@ std::optional<BatchMeans> batch_ratio(const std::vector<double>& work, const std
 // kBootstrapMaxResample observations each resample has that many (m-out-of-n), and the interval's
 // sides are scaled by sqrt(m / n): the cost stays flat however long the run.
 inline constexpr std::size_t kBootstrapMaxResample = 20000;
+inline constexpr int kBootstrapResamples = 2000;
+inline constexpr std::uint64_t kBootstrapSeed = 20261203;
 std::optional<Interval> bootstrap_percentile(const std::vector<double>& x, double pct, double confidence,
-                                             int resamples = 2000, std::uint64_t seed = 20261203);
+                                             int resamples = kBootstrapResamples,
+                                             std::uint64_t seed = kBootstrapSeed);
 
 // Lag-1 autocorrelation of x (0 for fewer than 3 values or a constant series).
 double lag1_autocorrelation(const std::vector<double>& x);
@@ -94,9 +98,34 @@ struct SteadyState {
   std::map<std::string, Interval> intervals;  // metric name (without "training.") -> interval
 };
 
+// A record the steady state is measured on: its seconds are present and finite, and it is not a
+// profiler boundary.
+bool is_timed(const StepRecord& r);
+
+// The timed records of a run, column by column: the step seconds and the two rates at a few bytes
+// each (DecimalColumn; a rate that is absent or not finite reads as NaN) and the step numbers as
+// runs of consecutive numbers (one run for an ordinary log). What the steady state needs of a
+// multi-million-step log, without its records.
+class TimedSeries {
+ public:
+  void add(const StepRecord& r);  // r must be timed
+  std::size_t size() const { return seconds_.size(); }
+  long long step_at(std::size_t i) const;
+  const DecimalColumn& seconds() const { return seconds_; }
+  const DecimalColumn& tokens_per_device() const { return tokens_; }
+  const DecimalColumn& tflops_per_device() const { return tflops_; }
+  std::size_t bytes() const;
+
+ private:
+  DecimalColumn seconds_, tokens_, tflops_;
+  std::vector<std::pair<std::size_t, long long>> runs_;  // (first index, its step) where numbering breaks
+  long long last_step_ = 0;
+};
+
 // Metrics: step_time_seconds, step_time_mean_ms, step_time_p50_ms, step_time_p95_ms,
 // tokens_per_sec_per_gpu, tflops_per_sec_per_gpu (rates as work over time per batch), and
 // tokens_per_sec_total (the per-GPU interval times devices).
+SteadyState steady_state(const TimedSeries& timed, int devices, double confidence);
 SteadyState steady_state(const std::vector<StepRecord>& steps, int devices, double confidence);
 
 }  // namespace cvs

@@ -12,6 +12,23 @@
 #include "cvs/text_file.hpp"
 
 namespace cvs::cli {
+namespace {
+
+// The first log's records, into the metrics as they are parsed.
+struct ToSeries : RecordSink {
+  StepSeries& s;
+  explicit ToSeries(StepSeries& series) : s(series) {}
+  void step(const StepRecord& r) override { s.add(r); }
+  void eval(const EvalRecord& e) override { s.add_eval(e); }
+};
+
+// Another log's records: read for its error lines only.
+struct Discard : RecordSink {
+  void step(const StepRecord&) override {}
+  void eval(const EvalRecord&) override {}
+};
+
+}  // namespace
 
 int cmd_metrics(const Args& args) {
   CLI::App app{
@@ -42,31 +59,42 @@ int cmd_metrics(const Args& args) {
   nlohmann::ordered_json out;
   out["logs"] = logs;
   nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+  // The first log's steps stream into the metrics as they are parsed (a multi-GB log in bounded
+  // memory); the other logs are read for their error lines only.
+  StepSeries series(ctx, false);
+  ToSeries to_series(series);
+  Discard discard;
   std::optional<ScanResult> primary;
   for (const auto& log : logs) {
-    auto r = scan_log_file(log, patterns);
+    RecordSink* sink = !primary && metrics_file.empty() ? static_cast<RecordSink*>(&to_series) : &discard;
+    auto r = scan_log_file(log, patterns, sink);
     for (const auto& e : r.errors)
       errors.push_back({{"log", log}, {"pattern", e.pattern_name}, {"line_no", e.line_no}, {"line", e.line}});
     if (!primary) primary = std::move(r);
   }
-  // MaxText's JSON-lines metrics_file carries full-precision values: preferred when given.
-  std::vector<StepRecord> steps = std::move(primary->steps);
+  RunMetrics m;
+  std::size_t steps = 0;
   if (!metrics_file.empty()) {
+    // MaxText's JSON-lines metrics_file carries full-precision values: preferred when given.
     const auto text = read_text_file(metrics_file);
     if (!text) throw std::runtime_error("cannot read " + metrics_file);
-    steps = parse_metrics_file(*text, metrics_file);
+    const auto rows = parse_metrics_file(*text, metrics_file);
     out["source"] = "metrics_file";
+    check_step_series(rows, metrics_file);
+    m = compute_metrics(rows, primary->evals, ctx);
+    steps = rows.size();
   } else {
     out["source"] = "log";
+    series.check_order(logs.front());
+    m = series.finish();
+    steps = series.steps();
   }
-  check_step_series(steps, metrics_file.empty() ? logs.front() : metrics_file);
-  RunMetrics m = compute_metrics(steps, primary->evals, ctx);
   if (primary->peak_memory_gb) m.values["peak_memory_gb"] = *primary->peak_memory_gb;
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   for (const auto& name : tracked_metric_names())
     if (auto v = m.get(name)) metrics[name] = *v;  // NaN prints as null
   out["metrics"] = metrics;
-  out["steps"] = steps.size();
+  out["steps"] = steps;
   out["warmup_steps_dropped"] = m.warmup_dropped;
   if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;
   if (primary->abort) out["aborted_on"] = *primary->abort + " loss";
