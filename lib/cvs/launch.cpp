@@ -276,7 +276,7 @@ std::vector<std::string> Launcher::check_containers() const {
   auto inspect = fan_out(transport_, std::vector(n, runtime_->inspect_argv()), timeout);
   auto outside = fan_out(transport_, std::vector(n, probe), timeout);
   auto inside = exec_all(probe, timeout);
-  const auto engine = static_cast<const ContainerRuntime&>(*runtime_).engine();
+  const auto engine = *runtime_->engine();  // called for a container runtime only
   std::vector<std::string> problems;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& node = cluster_.nodes[i].name;
@@ -308,7 +308,7 @@ std::vector<std::string> Launcher::setup() {
   auto check = [&](const std::vector<ProcResult>& rs, const std::string& what) {
     for (auto& p : per_node_problems(rs, what)) problems.push_back(std::move(p));
   };
-  if (runtime_->is_container()) {
+  if (runtime_->engine()) {
     problems = launch_containers();
     if (!problems.empty()) return problems;
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,8 @@ class Runtime {
  public:
   virtual ~Runtime() = default;
   virtual std::string name() const = 0;
-  virtual bool is_container() const { return false; }
+  // The container engine; none for local (nothing to launch, inspect or remove).
+  virtual std::optional<Engine> engine() const { return std::nullopt; }
   // Starts the per-run container (empty for local: nothing to start).
   virtual std::vector<std::string> launch_argv(const ContainerLabels& labels) const = 0;
   // Runs cmd inside the container with extra per-node env (container.env is already exported
@@ -58,8 +60,7 @@ class ContainerRuntime : public Runtime {
   ContainerRuntime(Engine engine, std::string cli, const Container& c)
       : engine_(engine), cli_(std::move(cli)), c_(c) {}
   std::string name() const override { return cli_; }
-  bool is_container() const override { return true; }
-  Engine engine() const { return engine_; }
+  std::optional<Engine> engine() const override { return engine_; }
   std::vector<std::string> launch_argv(const ContainerLabels& labels) const override;
   std::vector<std::string> exec_argv(const std::vector<std::string>& cmd,
                                      const EnvList& extra_env) const override;
