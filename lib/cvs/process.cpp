@@ -174,7 +174,10 @@ class Runner {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - slot->start).count();
     if (slot->result.timed_out) slot->result.exit_code = -1;
     --in_flight_;
-    pump();
+    // Not pump() here: done() may run inside Boost.Process's SIGCHLD handler (on_exit), which
+    // walks its list of waiters; a child started now would add to that list mid-walk (a heap
+    // corruption valgrind shows when more requests than max_in_flight queue up).
+    asio::post(io_, [this] { pump(); });
   }
 
   asio::io_context io_;

@@ -278,6 +278,22 @@ TEST(Process, FanOutRunsConcurrentlyAndKeepsPerCommandResults) {
   }
 }
 
+// More requests than slots: each next one starts after a previous one exits (from the SIGCHLD
+// handler's completion, not inside it: starting a child there corrupted Boost.Process's waiter
+// list). Each closes its output before it exits, so its exit is the last thing seen of it.
+TEST(Process, MoreRequestsThanSlotsAllRunWithTheirOwnResults) {
+  std::vector<cvs::ProcRequest> reqs;
+  for (int i = 0; i < 120; ++i)
+    reqs.push_back({{"sh", "-c", "echo $0; exec >&- 2>&-; sleep 0.02; exit $(($0 % 7))", std::to_string(i)},
+                    std::chrono::seconds(30),
+                    "n" + std::to_string(i)});
+  const auto rs = cvs::run_all(reqs, 3);
+  for (int i = 0; i < 120; ++i) {
+    EXPECT_EQ(rs[i].exit_code, i % 7) << i;
+    EXPECT_EQ(rs[i].out, std::to_string(i) + "\n") << i;
+  }
+}
+
 TEST(Process, TimeoutKillsAndIsReported) {
   auto r = cvs::run_one({{"sleep", "30"}, std::chrono::milliseconds(300), "slow"});
   EXPECT_TRUE(r.timed_out);
