@@ -52,6 +52,7 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, int 
   app.add_flag("--strict-provenance", opts.strict_provenance,
                "fail setup when the run's provenance differs from its calibration's");
   app.add_flag("--quiet", opts.quiet, "no progress lines while training");
+  app.add_option("--run-tag", opts.run_tag, "appended to every run name (jaxmaxtext_fleet: the node's name)");
   app.add_option("--poll-interval-s", poll_s, "seconds between polls of the node logs (default 5)")
       ->check(CLI::Range(0.01, 3600.0));
   app.add_option("--startup-budget-s", opts.policy.startup_s,

@@ -302,4 +302,12 @@ SuiteConfig load_config_for_cluster(const std::filesystem::path& config_file, co
   return load_config_text(j.dump(), config_file, options);
 }
 
+OrderedJson node_to_json(const Node& node) {
+  OrderedJson j = {{"name", node.name}, {"host", node.host}, {"transport", node.transport}};
+  if (!node.user.empty()) j["user"] = node.user;
+  if (!node.ssh_key.empty()) j["ssh_key"] = node.ssh_key;
+  if (node.port != 22) j["port"] = node.port;
+  return j;
+}
+
 }  // namespace cvs

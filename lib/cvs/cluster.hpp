@@ -60,6 +60,9 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
 
 bool is_loopback_address(const std::string& host);
 
+// A node as the cluster file writes it (name, host, transport; user, ssh_key and port when set).
+OrderedJson node_to_json(const Node& node);
+
 // Loads a suite config with the cluster's overrides merged in (RFC 7396 merge patch).
 SuiteConfig load_config_for_cluster(const std::filesystem::path& config_file, const Cluster& cluster,
                                     const LoadOptions& options = {});

@@ -1,0 +1,61 @@
+// Fleet scoring at cluster scale (Google Benchmark): N simulated nodes, two sweeps' figures each
+// with 2 % noise and one node in 64 a third slower, scored (lib/cvs/fleet.hpp) and, separately,
+// written out (the text files, the healthy cluster file, fleet.json). Reports the time per fleet
+// and per node. The scoring is what runs after every fleet session; the node runs dominate.
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <random>
+
+#include "cvs/cluster.hpp"
+#include "cvs/fleet.hpp"
+
+namespace {
+
+std::vector<cvs::FleetNode> fleet(std::size_t n) {
+  std::mt19937_64 rng(42);
+  std::normal_distribution<double> noise(1.0, 0.02);
+  std::vector<cvs::FleetNode> nodes;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double slow = i % 64 == 7 ? 0.67 : 1.0;
+    cvs::FleetNode node{"gpu" + std::to_string(i), "PASS", "", {}};
+    for (const char* sweep : {"BS=4,PRECISION=BF16", "BS=8,PRECISION=FP8"}) {
+      node.figures[std::string(sweep) + " tokens_per_sec_per_gpu"] = 9000 * slow * noise(rng);
+      node.figures[std::string(sweep) + " step_time_p50_ms"] = 450 / slow * noise(rng);
+      node.figures[std::string(sweep) + " final_loss"] = 2.125;
+    }
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
+void BM_ScoreFleet(benchmark::State& state) {
+  const auto nodes = fleet(static_cast<std::size_t>(state.range(0)));
+  std::size_t suspects = 0;
+  for (auto _ : state) {
+    const auto s = cvs::score_fleet(nodes, {});
+    suspects = s.suspects().size();
+    benchmark::DoNotOptimize(s);
+  }
+  state.counters["suspects"] = static_cast<double>(suspects);
+  state.counters["per_node"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * static_cast<double>(nodes.size()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ScoreFleet)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+void BM_WriteFleetOutputs(benchmark::State& state) {
+  const auto nodes = fleet(static_cast<std::size_t>(state.range(0)));
+  cvs::Cluster cluster;
+  for (const auto& n : nodes) cluster.nodes.push_back({n.name, "10.0.0.1", "", "", 22, "ssh"});
+  const auto s = cvs::score_fleet(nodes, {});
+  const auto dir = std::filesystem::temp_directory_path() / "cvs-bench-fleet";
+  std::filesystem::create_directories(dir);
+  for (auto _ : state) cvs::write_fleet_outputs(dir, s, cluster, {});
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_WriteFleetOutputs)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

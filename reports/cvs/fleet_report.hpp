@@ -1,0 +1,16 @@
+// The fleet's JUnit file (a testcase fleet/node.<name> per node) and its self-contained HTML page
+// (the nodes worst first, and a strip chart of each figure across the nodes with the suspects
+// marked), rendered from the score.
+#pragma once
+
+#include <string>
+
+#include "cvs/fleet.hpp"
+
+namespace cvs::report {
+
+std::string render_fleet_junit(const FleetScore& score, const std::string& suite);
+std::string render_fleet_html(const FleetScore& score, const std::vector<FleetNode>& nodes,
+                              const FleetPolicy& policy, const std::string& title);
+
+}  // namespace cvs::report

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Fleet mode (jaxmaxtext_fleet) on five CPU "nodes": three local processes and the two netns ssh
+# hosts of tests/integration/netns_cluster.sh (run under it: CVS_NETNS_DIR), every node at once (on
+# this one machine they share its two cores, fairly: the host's own noise is common to all).
+#  1. Healthy: no suspect; five healthy nodes; exit 0 (CVS_FLEET_HEALTHY_RUNS times, default 1).
+#  2. ns-b degraded (every process of its sessions capped at 15 % of one CPU by a cgroup), and
+#     ns-a's training killed (SIGKILL) a few seconds after it starts. Exactly ns-a (its run failed) and ns-b (its
+#     throughput below the fleet's) are suspects, with their reasons, in the text files, the Slurm
+#     exclude line, the healthy cluster file, the JUnit file and the HTML page; exit 1.
+# The outlier bound is 25 % here (--min-deviation-pct; the nodes of a healthy fleet agree to a few
+# %); the degraded node is about 3x slower.
+#   fleet_test.sh FLEET_BINARY CONFIG OUT_DIR
+set -euo pipefail
+fleet=$1; config=$2; out=$3
+dir=${CVS_NETNS_DIR:?run under tests/integration/netns_cluster.sh run DIR --}
+rm -rf "$out"; mkdir -p "$out"
+fail() { echo "FAIL: $*"; exit 1; }
+export CVS_CALIBRATION_DIR="$out/no-calibration"
+python3 - "$dir/cluster.json" "$out/fleet_cluster.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.pop("overrides", None)  # the distributed suite's Gloo interface: not for single-node runs
+c["nodes"] = [{"name": f"local{i}", "host": "localhost", "transport": "local"} for i in range(3)] + c["nodes"]
+c["head"] = "local0"
+c["coordinator_address"] = "10.231.0.1"  # unused (no collectives); a loopback one is refused beside remote nodes
+json.dump(c, open(sys.argv[2], "w"), indent=1)
+PY
+# A heavier model than the CPU default (steps of ~0.1 s, not ~15 ms): at 15 ms a step's 1 ms print
+# resolution and the ssh hosts' log streaming on the same two cores are 10-40 % of the figure.
+python3 - "$config" "$out/fleet_config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+# Its own loss gate (the shipped file gates the CPU default's losses): the loss must fall.
+gates = {"training.loss_decreased": {"kind": "min", "value": 1},
+         "training.tokens_per_sec_per_gpu": {"kind": "info", "value": 0.0}}
+json.dump({k: gates for k in c["sweeps"]}, open(sys.argv[2] + ".thresholds.json", "w"), indent=1)
+c["threshold_json"] = sys.argv[2] + ".thresholds.json"
+c["train_params"]["maxtext_config"].update(
+    {"base_emb_dim": 256, "base_mlp_dim": 1024, "base_num_decoder_layers": 4, "steps": 20, "log_period": 5})
+json.dump(c, open(sys.argv[2], "w"), indent=1)
+PY
+args=(--config "$out/fleet_config.json" --cluster "$out/fleet_cluster.json" --min-deviation-pct 25
+      --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 60
+      "--gtest_filter=test_setup.*:sweep/test_training_run.run/BS_4*:sweep/test_metric.check/BS_4*")
+
+# CVS_FLEET_HEALTHY_RUNS (default 1) healthy fleets in a row, each with no suspect.
+for run in $(seq "${CVS_FLEET_HEALTHY_RUNS:-1}"); do
+  h=$out/healthy; [[ $run -eq 1 ]] || h=$out/healthy-$run
+  rc=0
+  "$fleet" "${args[@]}" --output "$h" >"$h.log" 2>&1 || rc=$?
+  [[ $rc -eq 0 ]] || { tail -30 "$h.log"; fail "healthy fleet $run: exit $rc, expected 0"; }
+  [[ ! -s "$h/suspect_nodes.txt" ]] || fail "healthy fleet $run has suspects: $(cat "$h/suspect_nodes.txt")"
+  [[ $(wc -l <"$h/healthy_nodes.txt") -eq 5 ]] || fail "healthy_nodes.txt: $(cat "$h/healthy_nodes.txt")"
+done
+echo "healthy fleet: no suspect (${CVS_FLEET_HEALTHY_RUNS:-1} run(s))"
+
+# ns-b degraded: its sshd, so every process of its sessions, in a cgroup capped at 15 % of one
+# CPU (cgroup v1 cpu.cfs_quota_us, or v2 cpu.max): a node slower whether or not the others run.
+cg="" killer=""
+cleanup() {
+  [[ -z $killer ]] || kill "$killer" 2>/dev/null || true
+  if [[ -n $cg && -d $cg ]]; then
+    while read -r pid; do echo "$pid" >"$(dirname "$cg")/cgroup.procs" 2>/dev/null || true; done <"$cg/cgroup.procs"
+    rmdir "$cg" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+if [[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
+  cg=/sys/fs/cgroup/cpu/cvs-fleet-slow
+  mkdir -p "$cg"
+  echo 100000 >"$cg/cpu.cfs_period_us"
+  echo 15000 >"$cg/cpu.cfs_quota_us"
+elif [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+  cg=/sys/fs/cgroup/cvs-fleet-slow
+  echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+  mkdir -p "$cg"
+  echo "15000 100000" >"$cg/cpu.max"
+else
+  echo "no cgroup cpu controller to slow a node with"; exit 77
+fi
+for pid in $(ip netns pids cvs-b); do echo "$pid" >"$cg/cgroup.procs"; done
+training_pids() {  # every process in netns cvs-a whose command line runs train.py with python
+  local pid
+  for pid in $(ip netns pids cvs-a); do
+    if { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qE 'python[0-9.]* .*train\.py'; then echo "$pid"; fi
+  done
+}
+(  # ns-a's training killed 5 s after it starts: every process of it (the python, its wrappers)
+  for _ in $(seq 900); do
+    if [[ -n $(training_pids) ]]; then
+      sleep 5
+      training_pids | xargs -r kill -9 2>/dev/null
+      exit 0
+    fi
+    sleep 0.5
+  done
+) &
+killer=$!
+rc=0
+"$fleet" "${args[@]}" --output "$out/degraded" >"$out/degraded.log" 2>&1 || rc=$?
+cleanup
+[[ $rc -eq 1 ]] || { tail -30 "$out/degraded.log"; fail "degraded fleet: exit $rc, expected 1"; }
+python3 - "$out/degraded" <<'PY' || { cat "$out/degraded.log" | tail -20; fail "degraded fleet outputs"; }
+import json, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+sus = dict(l.rstrip("\n").split("\t", 1) for l in open(d + "/suspect_nodes.txt"))
+assert set(sus) == {"ns-a", "ns-b"}, sus
+assert "its run ended" in sus["ns-a"], sus["ns-a"]
+assert "tokens_per_sec_per_gpu" in sus["ns-b"] and "below the fleet's median" in sus["ns-b"], sus["ns-b"]
+assert open(d + "/healthy_nodes.txt").read().split() == ["local0", "local1", "local2"]
+assert open(d + "/slurm_exclude.txt").read().strip() == "--exclude=10.231.0.1,10.231.0.2"
+hc = json.load(open(d + "/healthy_cluster.json"))
+assert [n["name"] for n in hc["nodes"]] == ["local0", "local1", "local2"] and hc["head"] == "local0", hc
+root = ET.parse(d + "/junit.xml").getroot()
+failed = {tc.get("name") for tc in root.iter("testcase") if tc.find("failure") is not None}
+assert failed == {"node.ns-a", "node.ns-b"}, failed
+html = open(d + "/fleet.html").read()
+assert html.index("ns-a") < html.index("local0") and html.count("SUSPECT") == 2
+print("degraded fleet: suspects", ", ".join(f"{k} ({v[:90]})" for k, v in sus.items()))
+PY
+echo "PASS"

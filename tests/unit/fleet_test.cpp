@@ -1,0 +1,146 @@
+// Fleet scoring (lib/cvs/fleet.hpp): robust outliers with direction, failed runs, a fleet too
+// small to score, the outputs that act, and reading a node's results.json.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <unistd.h>
+
+#include "cvs/cluster.hpp"
+#include "cvs/fleet.hpp"
+#include "cvs/fleet_report.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kTok = "BS=4 tokens_per_sec_per_gpu";
+const std::string kP50 = "BS=4 step_time_p50_ms";
+const std::string kLoss = "BS=4 final_loss";
+
+cvs::FleetNode node(const std::string& name, double tok, double p50, double loss = 2.5) {
+  return {name, "PASS", "", {{kTok, tok}, {kP50, p50}, {kLoss, loss}}};
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace
+
+TEST(Fleet, TheSlowNodeIsTheOnlySuspectWithItsEvidence) {
+  std::vector<cvs::FleetNode> nodes;
+  for (int i = 0; i < 7; ++i) nodes.push_back(node("n" + std::to_string(i), 10000 + 37 * i, 20 + 0.1 * i));
+  nodes.push_back(node("slow", 6100, 33));
+  const auto s = cvs::score_fleet(nodes, {});
+  ASSERT_EQ(s.suspects(), std::vector<std::string>{"slow"});
+  EXPECT_EQ(s.nodes.front().name, "slow") << "worst first";
+  EXPECT_EQ(s.healthy().size(), 7u);
+  const auto why = cvs::fleet_reasons(s.nodes.front());
+  EXPECT_NE(why.find("tokens_per_sec_per_gpu 6100 is"), std::string::npos) << why;
+  EXPECT_NE(why.find("below the fleet's median"), std::string::npos) << why;
+  EXPECT_NE(why.find("step_time_p50_ms 33 is"), std::string::npos) << why;
+}
+
+TEST(Fleet, AFastNodeIsNotASuspectButADifferentLossIsEitherWay) {
+  std::vector<cvs::FleetNode> nodes;
+  for (int i = 0; i < 5; ++i) nodes.push_back(node("n" + std::to_string(i), 10000 + 50 * i, 20));
+  nodes.push_back(node("fast", 16000, 12));  // better than the fleet: never a suspect
+  nodes.push_back(node("lossy", 10100, 20, 3.1));
+  const auto s = cvs::score_fleet(nodes, {});
+  EXPECT_EQ(s.suspects(), std::vector<std::string>{"lossy"});
+}
+
+TEST(Fleet, BothBoundsMustBeCrossedSoATightFleetsNoiseIsNoFault) {
+  // Nodes agreeing to 0.1 %: one 3 % off has a huge z-score but is within the 10 % bound.
+  std::vector<cvs::FleetNode> nodes;
+  for (int i = 0; i < 6; ++i) nodes.push_back(node("n" + std::to_string(i), 10000 + i, 20));
+  nodes.push_back(node("off3pct", 9700, 20));
+  EXPECT_TRUE(cvs::score_fleet(nodes, {}).suspects().empty());
+  cvs::FleetPolicy strict;
+  strict.min_deviation = 0.02;
+  EXPECT_EQ(cvs::score_fleet(nodes, strict).suspects(), std::vector<std::string>{"off3pct"});
+}
+
+TEST(Fleet, NoisyHealthyFleetsGiveNoSuspects) {
+  // 200 fleets of 16 nodes, each figure with 2 % noise (10 % is 5 sigma): never a suspect.
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(1.0, 0.02);
+  for (int f = 0; f < 200; ++f) {
+    std::vector<cvs::FleetNode> nodes;
+    for (int i = 0; i < 16; ++i)
+      nodes.push_back(node("n" + std::to_string(i), 10000 * noise(rng), 20 * noise(rng)));
+    ASSERT_TRUE(cvs::score_fleet(nodes, {}).suspects().empty()) << "fleet " << f;
+  }
+}
+
+TEST(Fleet, FailedRunsAreSuspectsAndTooSmallAFleetIsNotScored) {
+  std::vector<cvs::FleetNode> nodes = {node("a", 10000, 20), node("b", 4000, 50)};
+  nodes.push_back({"c", "FAIL", "sweep/test_metric.check/x: tokens_per_sec_per_gpu 10 < 100", {}});
+  nodes.push_back({"d", "", "no results.json", {}});
+  const auto s = cvs::score_fleet(nodes, {});
+  EXPECT_TRUE(s.too_small) << "two passing runs";
+  EXPECT_EQ(s.suspects(), (std::vector<std::string>{"c", "d"}))
+      << "b is slow, but a fleet of two says nothing";
+  EXPECT_NE(cvs::fleet_reasons(s.nodes[0]).find("its run ended FAIL: sweep/test_metric"), std::string::npos);
+  EXPECT_NE(cvs::fleet_reasons(s.nodes[1]).find("left no results"), std::string::npos);
+}
+
+TEST(Fleet, OutputsNameTheSuspectsAndAHealthyClusterFileThatLoads) {
+  const auto dir = fs::temp_directory_path() / ("cvs_fleet_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto cluster_file = dir / "cluster.json";
+  std::ofstream(cluster_file) << R"({"transport": "ssh", "ssh": {"connect_timeout_s": 5},
+    "nodes": [{"name": "gpu1", "host": "10.0.0.1"}, {"name": "gpu2", "host": "10.0.0.2", "user": "ops"},
+              {"name": "gpu3", "host": "10.0.0.3"}, {"name": "gpu4", "host": "10.0.0.4"}], "head": "gpu1"})";
+  const auto cluster = cvs::load_cluster(cluster_file);
+  std::vector<cvs::FleetNode> nodes = {node("gpu1", 4000, 50), node("gpu2", 10000, 20),
+                                       node("gpu3", 10100, 20), node("gpu4", 9900, 20)};
+  const auto s = cvs::score_fleet(nodes, {});
+  ASSERT_EQ(s.suspects(), std::vector<std::string>{"gpu1"});
+  cvs::write_fleet_outputs(dir, s, cluster, {});
+  EXPECT_EQ(read(dir / "healthy_nodes.txt"), "gpu2\ngpu3\ngpu4\n");
+  EXPECT_EQ(read(dir / "suspect_nodes.txt").rfind("gpu1\ttokens_per_sec_per_gpu", 0), std::string::npos)
+      << "the reason names the sweep first";
+  EXPECT_EQ(read(dir / "suspect_nodes.txt").rfind("gpu1\tBS=4 ", 0), 0u) << read(dir / "suspect_nodes.txt");
+  EXPECT_EQ(read(dir / "slurm_exclude.txt"), "--exclude=10.0.0.1\n");
+  const auto healthy = cvs::load_cluster(dir / "healthy_cluster.json");
+  ASSERT_EQ(healthy.nodes.size(), 3u);
+  EXPECT_EQ(healthy.head_node().name, "gpu2");
+  EXPECT_EQ(healthy.nodes[0].user, "ops");
+  EXPECT_EQ(healthy.ssh.connect_timeout_s, 5) << "the rest of the cluster file is kept";
+  const auto junit = cvs::report::render_fleet_junit(s, "jaxmaxtext_fleet");
+  EXPECT_NE(junit.find("name=\"node.gpu1\">\n      <failure"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("name=\"node.gpu2\"/>"), std::string::npos) << junit;
+  const auto html = cvs::report::render_fleet_html(s, nodes, {}, "fleet");
+  EXPECT_LT(html.find("gpu1"), html.find("gpu2")) << "worst first";
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Fleet, ANodesFiguresComeFromItsResultsFile) {
+  const auto n = cvs::read_fleet_node("local0", cvs::test::data("results/cpu_single_results.json"));
+  EXPECT_EQ(n.status, "PASS");
+  EXPECT_TRUE(n.failure.empty());
+  EXPECT_EQ(n.figures.at("BS=2,PRECISION=BF16,SL=128 tokens_per_sec_per_gpu"), 18934.31095075424);
+  EXPECT_TRUE(n.figures.count("BS=4,PRECISION=BF16,SL=128 final_loss"));
+  EXPECT_FALSE(n.figures.count("BS=2,PRECISION=BF16,SL=128 loss_decreased")) << "not a fleet figure";
+  EXPECT_EQ(n.figures.size(), 6u) << "two sweeps: tokens/s, p50 step time and final loss each";
+  const auto failed_file =
+      fs::temp_directory_path() / ("cvs_fleet_failed_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(failed_file)
+      << R"({"status": "FAIL", "stages": [{"test": "t1", "outcome": "PASS", "message": "ok"},
+    {"test": "sweep/run", "outcome": "FAIL", "message": "Failed\nn1: the training process is gone\n"}]})";
+  const auto failed = cvs::read_fleet_node("n1", failed_file);
+  fs::remove(failed_file);
+  EXPECT_EQ(failed.status, "FAIL");
+  EXPECT_EQ(failed.failure, "sweep/run: Failed / n1: the training process is gone") << "one line";
+  const auto missing = cvs::read_fleet_node("x", "/nonexistent/results.json");
+  EXPECT_EQ(missing.status, "");
+  EXPECT_NE(missing.failure.find("/nonexistent/results.json"), std::string::npos);
+}
