@@ -37,13 +37,10 @@ struct FleetOptions {
   std::vector<std::string> suite_args;
 };
 
-FleetOptions parse_options(int argc, char** argv) {
+FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
   FleetOptions o;
   std::string config, cluster, output;
   double min_dev_pct = o.policy.min_deviation * 100;
-  CLI::App app{
-      "jaxmaxtext_fleet: the single-node suite on every node at once, each node scored against the fleet",
-      "jaxmaxtext_fleet"};
   app.allow_extras();
   app.add_option("--config", config, "a single-node suite config")->required();
   app.add_option("--cluster", cluster, "the cluster file listing the nodes")->required();
@@ -157,15 +154,19 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S] [%^%l%$] %v");
   FleetOptions o;
   cvs::Cluster cluster;
+  CLI::App app{
+      "jaxmaxtext_fleet: the single-node suite on every node at once, each node scored against the fleet. "
+      "Arguments it does not know pass to every node's jaxmaxtext_single.",
+      "jaxmaxtext_fleet"};
   try {
-    o = parse_options(argc, argv);
+    o = parse_options(app, argc, argv);
     cluster = load_inputs(o);
   } catch (const CLI::CallForHelp&) {
-    std::cout << "see --help\n";
+    std::cout << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "jaxmaxtext_fleet: " << e.what() << "\n";
-    return e.get_exit_code() == 0 ? 0 : 2;
+    std::cerr << "jaxmaxtext_fleet: " << e.what() << "\n" << app.help();
+    return 2;
   } catch (const cvs::ConfigError& e) {
     for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
     return 2;

@@ -117,6 +117,24 @@ TEST(Cli, ConfigPatternsPrintsNameTabRegexOfTheScannedPatterns) {
   EXPECT_EQ(p.exit_code, 2) << p.out;
 }
 
+// jaxmaxtext_fleet refuses bad input before any node runs: exit 2 naming the file, pointer and fix.
+TEST(Cli, TheFleetRefusesADistributedConfigAndAReusedFolder) {
+  const std::string fleet = CVS_SUITE_FLEET, root = CVS_SOURCE_ROOT;
+  auto p =
+      run_command(fleet + " --config " + root + "/configs/cpu_jaxmaxtext_tiny_distributed.json --cluster " +
+                  root + "/configs/clusters/local_2nodes.json --output /tmp/cvs-fleet-never-made");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("/mode: fleet mode runs a single-node config"), std::string::npos) << p.out;
+  p = run_command(fleet + " --config " + root + "/configs/cpu_jaxmaxtext_tiny_single.json --cluster " + root +
+                  "/configs/clusters/local_2nodes.json --output " + root);
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("a report folder is never reused"), std::string::npos) << p.out;
+  p = run_command(fleet + " --config x.json");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("--cluster is required"), std::string::npos) << p.out;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/cvs-fleet-never-made"));
+}
+
 TEST(Cli, TheSuitesAndGpuProbeParseTheirOptionsWithCli11) {
   const std::string suite = CVS_SUITE_SINGLE;
   auto p = run_command(suite + " --poll-interval-s abc");
