@@ -268,24 +268,21 @@ void LogScanner::process(std::string_view chunk, bool events) {
 
 void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t at) {
   if (needle == impl_->p->step_needle) {
-    if (auto r = parse_step_line(line.substr(at))) {
-      if (sink_)
-        sink_->step(*r);
-      else
-        result_.steps.push_back(*r);
-    }
+    if (auto r = parse_step_line(line.substr(at))) take_step(*r);
     return;
   }
   if (auto ev = parse_maxtext_event(needle, line)) record(*ev);
 }
 
+void LogScanner::take_step(const StepRecord& r) {
+  if (sink_)
+    sink_->step(r);
+  else
+    result_.steps.push_back(r);
+}
+
 void LogScanner::record(const LogEvent& ev) {
-  if (ev.step) {
-    if (sink_)
-      sink_->step(*ev.step);
-    else
-      result_.steps.push_back(*ev.step);
-  }
+  if (ev.step) take_step(*ev.step);
   if (ev.eval) {
     result_.evals.push_back(*ev.eval);
     if (sink_) sink_->eval(*ev.eval);

@@ -69,6 +69,7 @@ class LogScanner {
  private:
   void process(std::string_view complete_lines, bool events = true);
   void record(const LogEvent& ev);
+  void take_step(const StepRecord& r);  // to the sink, or kept
   // A line of a chunk with at least one match: an error candidate, and/or the MaxText event
   // needle (index, offset in the line) that matched first.
   struct HitLine {
@@ -99,7 +100,6 @@ class LogFollower {
   void finish() { scanner_.finish(); }
   const ScanResult& result() const { return scanner_.result(); }
   ScanResult take_result() { return scanner_.take_result(); }
-  void set_sink(RecordSink* sink) { scanner_.set_sink(sink); }
   const std::filesystem::path& path() const { return path_; }
   unsigned long long offset() const { return offset_; }
 

@@ -25,7 +25,7 @@ struct ColumnSlice {
   std::size_t from = 0, n = 0;
   double mul = 1.0;  // 1e3: seconds read as milliseconds
   std::size_t size() const { return n; }
-  double operator[](std::size_t i) const { return mul == 1.0 ? (*c)[from + i] : (*c)[from + i] * mul; }
+  double operator[](std::size_t i) const { return (*c)[from + i] * mul; }  // x 1.0 is exact
 };
 
 // Work per step of the slice: rate x seconds, as MaxText's rate times the step's time.
@@ -194,7 +194,7 @@ struct DenseCodes {
     for (std::size_t c = 0; c < d->rank.size(); ++c)
       if (d->rank[c]) {
         d->rank[c] = static_cast<std::uint32_t>(d->values.size());
-        d->values.push_back(x.mul == 1.0 ? x.c->decode(c) : x.c->decode(c) * x.mul);
+        d->values.push_back(x.c->decode(c) * x.mul);
       }
     return d;
   }
@@ -401,10 +401,6 @@ long long TimedSeries::step_at(std::size_t i) const {
                              [](std::size_t v, const auto& run) { return v < run.first; });
   --it;
   return it->second + static_cast<long long>(i - it->first);
-}
-
-std::size_t TimedSeries::bytes() const {
-  return seconds_.bytes() + tokens_.bytes() + tflops_.bytes() + runs_.capacity() * sizeof(runs_[0]);
 }
 
 SteadyState steady_state(const TimedSeries& timed, int devices, double confidence) {

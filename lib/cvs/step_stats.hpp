@@ -114,7 +114,6 @@ class TimedSeries {
   const DecimalColumn& seconds() const { return seconds_; }
   const DecimalColumn& tokens_per_device() const { return tokens_; }
   const DecimalColumn& tflops_per_device() const { return tflops_; }
-  std::size_t bytes() const;
 
  private:
   DecimalColumn seconds_, tokens_, tflops_;
