@@ -3,12 +3,16 @@
 // then every node scored against the fleet (lib/cvs/fleet.hpp) to name the outliers.
 //
 //   jaxmaxtext_fleet --config SINGLE_CONFIG --cluster FILE [--output DIR] [--max-parallel N]
-//                    [--max-z Z] [--min-deviation-pct P] [--min-fleet N] [SUITE ARGS...]
+//                    [--max-z Z] [--min-deviation-pct P] [--min-fleet N] [--baseline CALIBRATION]
+//                    [--pairs DISTRIBUTED_CONFIG] [SUITE ARGS...]
 //
 // Each node's run is the jaxmaxtext_single executable beside this one, on a one-node cluster file
 // of that node, with its report in <output>/nodes/<name>/report; SUITE ARGS (e.g.
-// --gtest_filter=..., --poll-interval-s 1) pass to every node's run. Exit 0: no suspect; 1: a
-// suspect; 2: bad input.
+// --gtest_filter=..., --poll-interval-s 1) pass to every node's run. With --pairs, the healthy nodes
+// then run the distributed config two at a time (lib/cvs/fleet_pairs.hpp: a slow link), each pair
+// a jaxmaxtext_distributed run (setup and training only) in <output>/pairs/<round>-<a>+<b>.
+// A Slurm cluster (scheduler slurm): one allocation of slurm.nodes for the fleet, each node's and
+// pair's run in it. Exit 0: no suspect; 1: a suspect or a slow link; 2: bad input; 3: no allocation.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -22,8 +26,12 @@
 #include "cvs/config.hpp"
 #include "cvs/config_error.hpp"
 #include "cvs/fleet.hpp"
+#include "cvs/fleet_pairs.hpp"
 #include "cvs/fleet_report.hpp"
+#include "cvs/format.hpp"
+#include "cvs/launch.hpp"
 #include "cvs/process.hpp"
+#include "cvs/slurm.hpp"
 #include "cvs/utc_time.hpp"
 
 namespace fs = std::filesystem;
@@ -32,6 +40,8 @@ namespace {
 
 struct FleetOptions {
   fs::path config, cluster, output;
+  fs::path pairs_config;         // empty: no pairs
+  fs::path baseline;             // empty: none
   std::size_t max_parallel = 0;  // 0: every node at once
   cvs::FleetPolicy policy;
   std::vector<std::string> suite_args;
@@ -39,7 +49,7 @@ struct FleetOptions {
 
 FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
   FleetOptions o;
-  std::string config, cluster, output;
+  std::string config, cluster, output, pairs, baseline;
   double min_dev_pct = o.policy.min_deviation * 100;
   app.allow_extras();
   app.add_option("--config", config, "a single-node suite config")->required();
@@ -55,7 +65,15 @@ FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--min-fleet", o.policy.min_fleet, "passing runs needed to score the fleet (3)")
       ->check(CLI::Range(2, 1 << 20));
+  app.add_option(
+      "--baseline", baseline,
+      "a calibration of a known-good node (cvs calibrate): each node's steady state scored against it "
+      "too, and every node's run gated by it");
+  app.add_option("--pairs", pairs,
+                 "then two-node runs of this distributed config over the healthy nodes, to find a slow link");
   app.parse(argc, argv);
+  if (!pairs.empty()) o.pairs_config = fs::absolute(pairs);
+  if (!baseline.empty()) o.baseline = fs::absolute(baseline);
   o.config = fs::absolute(config);
   o.cluster = fs::absolute(cluster);
   o.policy.min_deviation = min_dev_pct / 100;
@@ -73,35 +91,40 @@ std::string folder_name(const std::string& node) {
   return s;
 }
 
-// The cluster file of one node: the fleet's file with only that node, itself the head.
-void write_node_cluster(const fs::path& file, const cvs::Cluster& cluster, const cvs::Node& node) {
-  std::ifstream in(cluster.file);
-  auto raw = nlohmann::ordered_json::parse(in);
-  raw["nodes"] = nlohmann::ordered_json::array({cvs::node_to_json(node)});
-  raw["head"] = node.name;
-  raw["coordinator_address"] = cvs::is_loopback_address(node.host) ? "127.0.0.1" : node.host;
+void write_json(const fs::path& file, const nlohmann::ordered_json& j) {
   std::ofstream out(file);
-  out << raw.dump(2) << "\n";
+  out << j.dump(2) << "\n";
+  if (!out) throw std::runtime_error("cannot write " + file.string());
 }
 
-fs::path single_suite_binary() {
+// A suite executable beside this one.
+fs::path suite_binary(const char* name) {
   std::error_code ec;
   const auto self = fs::read_symlink("/proc/self/exe", ec);
-  return (ec ? fs::path(".") : self.parent_path()) / "jaxmaxtext_single";
+  return (ec ? fs::path(".") : self.parent_path()) / name;
 }
 
-// Validates the inputs before anything runs (ConfigError: exit 2).
-cvs::Cluster load_inputs(const FleetOptions& o) {
+// Validates the inputs before anything runs (ConfigError: exit 2); a baseline's statistics into the
+// policy (the file is each node's run's thresholds too).
+cvs::Cluster load_inputs(FleetOptions& o) {
+  if (!o.baseline.empty()) {
+    o.policy.baseline = cvs::read_fleet_baseline(o.baseline);
+  }
   auto cluster = cvs::load_cluster(o.cluster);
-  if (cluster.is_slurm())
-    throw cvs::ConfigError(
-        o.cluster.string(), "/scheduler", "fleet mode runs on the nodes a cluster file lists",
-        "list the nodes (e.g. the allocation's hosts) under \"nodes\" instead of \"scheduler\"");
-  const auto cfg =
-      cvs::load_config_for_cluster(o.config, cluster, {.user = "", .require_threshold_file = false});
+  if (cluster.slurm.existing_job)
+    throw cvs::ConfigError(o.cluster.string(), "/slurm/job_id", "fleet mode allocates its nodes itself",
+                           "remove job_id and nodelist; set slurm.nodes (and extra_args such as --nodelist)");
+  const auto cfg = cvs::load_config_for_cluster(o.config, cluster);  // as each node's run will
   if (cfg.mode != cvs::Mode::Single)
     throw cvs::ConfigError(o.config.string(), "/mode", "fleet mode runs a single-node config on every node",
                            "pass a single-node config, e.g. configs/cpu_jaxmaxtext_tiny_single.json");
+  if (!o.pairs_config.empty()) {
+    const auto pairs = cvs::load_config_for_cluster(o.pairs_config, cluster);
+    if (pairs.mode != cvs::Mode::Distributed)
+      throw cvs::ConfigError(o.pairs_config.string(), "/mode",
+                             "--pairs runs a distributed config on two nodes at a time",
+                             "pass a distributed config, e.g. configs/cpu_jaxmaxtext_tiny_distributed.json");
+  }
   if (fs::exists(o.output))
     throw cvs::ConfigError("(command line)", "",
                            o.output.string() + " exists: a report folder is never reused",
@@ -115,9 +138,9 @@ std::vector<cvs::FleetNode> run_nodes(const FleetOptions& o, const cvs::Cluster&
   for (const auto& node : cluster.nodes) {
     const auto dir = o.output / "nodes" / folder_name(node.name);
     fs::create_directories(dir);
-    write_node_cluster(dir / "cluster.json", cluster, node);
+    write_json(dir / "cluster.json", cvs::cluster_file_with(cluster, {node}));
     cvs::ProcRequest r;
-    r.argv = {single_suite_binary().string(),
+    r.argv = {suite_binary("jaxmaxtext_single").string(),
               "--config",
               o.config.string(),
               "--cluster",
@@ -127,6 +150,7 @@ std::vector<cvs::FleetNode> run_nodes(const FleetOptions& o, const cvs::Cluster&
               "--quiet",
               "--run-tag",
               folder_name(node.name)};
+    if (!o.baseline.empty()) r.argv.insert(r.argv.end(), {"--thresholds", o.baseline.string()});
     r.argv.insert(r.argv.end(), o.suite_args.begin(), o.suite_args.end());
     r.timeout = std::chrono::hours(72);  // each run is bounded by its own poll budget
     r.label = node.name;
@@ -146,6 +170,150 @@ std::vector<cvs::FleetNode> run_nodes(const FleetOptions& o, const cvs::Cluster&
     nodes.push_back(std::move(n));
   }
   return nodes;
+}
+
+const cvs::Node& node_named(const cvs::Cluster& cluster, const std::string& name) {
+  for (const auto& n : cluster.nodes)
+    if (n.name == name) return n;
+  throw std::logic_error("no node " + name);
+}
+
+// A pair's run: the distributed suite on a two-node cluster file, setup and training only (the
+// gates are the per-node runs'); the suite arguments but --gtest_filter pass on. Pairs of one batch
+// never share a node, but local nodes share a host: each pair but the first gets its own JAX
+// coordinator port.
+cvs::ProcRequest pair_request(const FleetOptions& o, const cvs::Cluster& cluster, const cvs::PairRun& p,
+                              std::size_t index, const fs::path& dir) {
+  fs::create_directories(dir);
+  auto file = cvs::cluster_file_with(cluster, {node_named(cluster, p.a), node_named(cluster, p.b)});
+  if (index > 0)
+    file["overrides"]["container"]["env"]["JAX_COORDINATOR_PORT"] =
+        std::to_string(std::stoi(cvs::kDefaultCoordinatorPort) + static_cast<int>(index));
+  write_json(dir / "cluster.json", file);
+  cvs::ProcRequest r;
+  r.argv = {suite_binary("jaxmaxtext_distributed").string(),
+            "--config",
+            o.pairs_config.string(),
+            "--cluster",
+            (dir / "cluster.json").string(),
+            "--output",
+            (dir / "report").string(),
+            "--quiet",
+            "--run-tag",
+            dir.filename().string(),
+            "--gtest_filter=test_setup.*:sweep/test_training_run.*"};
+  for (const auto& a : o.suite_args)
+    if (a.rfind("--gtest_filter", 0) != 0) r.argv.push_back(a);
+  r.timeout = std::chrono::hours(72);
+  r.label = p.a + "+" + p.b;
+  return r;
+}
+
+cvs::PairsResult run_pairs(const FleetOptions& o, const cvs::Cluster& cluster,
+                           const std::vector<std::string>& healthy) {
+  const cvs::PairRunner runner = [&](std::vector<cvs::PairRun>& batch) {
+    std::vector<cvs::ProcRequest> reqs;
+    std::vector<fs::path> dirs;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const auto& p = batch[i];
+      dirs.push_back(o.output / "pairs" /
+                     (std::to_string(p.round) + "-" + folder_name(p.a) + "+" + folder_name(p.b)));
+      reqs.push_back(pair_request(o, cluster, p, i, dirs.back()));
+    }
+    const auto results = cvs::run_all(reqs, o.max_parallel ? o.max_parallel : reqs.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      auto& p = batch[i];
+      std::ofstream(dirs[i] / "suite.log") << results[i].out << results[i].err;
+      const auto n = cvs::read_fleet_node(reqs[i].label, dirs[i] / "report" / "results.json");
+      p.status = n.status;
+      p.failure = n.status.empty() ? results[i].describe() + " (" + n.failure + ")" : n.failure;
+      for (const auto& [figure, v] : n.figures)
+        if (figure.size() > 17 && figure.ends_with(" step_time_p50_ms")) {
+          p.sweep = figure.substr(0, figure.size() - 17);
+          p.step_ms = v;
+          break;
+        }
+      spdlog::info("fleet pairs: round {} {} + {} ended {}, {} ms a step", p.round, p.a, p.b,
+                   p.status.empty() ? "without results" : p.status, cvs::short_number(p.step_ms));
+    }
+  };
+  spdlog::info("fleet pairs: {} healthy node(s), two at a time, in {}/pairs", healthy.size(),
+               o.output.string());
+  return cvs::localise_links(healthy, runner, o.policy.min_deviation);
+}
+
+void write_pairs_outputs(const fs::path& dir, const cvs::PairsResult& pairs) {
+  write_json(dir / "pairs.json", cvs::pairs_json(pairs));
+  std::ofstream links(dir / "slow_links.txt");
+  for (const auto& [a, b] : pairs.slow_links)
+    links << a << "\t" << b << "\tslow together, each fast with a known-good node\n";
+}
+
+// A Slurm cluster: one allocation for the whole fleet, every node's run and every pair's a run in
+// it (slurm.job_id, slurm.nodelist), released before the outputs are written and whatever happens.
+class FleetAllocation {
+ public:
+  explicit FleetAllocation(cvs::Cluster& cluster) : cluster_(cluster) {}
+  FleetAllocation(const FleetAllocation&) = delete;
+  FleetAllocation& operator=(const FleetAllocation&) = delete;
+  ~FleetAllocation() { release(); }
+  // "" when allocated (or not a Slurm cluster), else why not.
+  std::string acquire() {
+    if (!cluster_.is_slurm()) return "";
+    auto a = cvs::slurm_allocate(cluster_.slurm, std::chrono::hours(1));
+    cluster_.slurm.job_id = a.job_id;  // granted: released even when its hosts could not be read
+    if (!a.ok()) return a.error;
+    for (std::size_t i = 0; i < a.hosts.size(); ++i)
+      cluster_.nodes[i].name = cluster_.nodes[i].host = a.hosts[i];
+    return "";
+  }
+  void release() {
+    if (cluster_.slurm.job_id.empty()) return;
+    if (auto why = cvs::slurm_release(cluster_.slurm.job_id); !why.empty()) spdlog::error("fleet: {}", why);
+    cluster_.slurm.job_id.clear();
+  }
+
+ private:
+  cvs::Cluster& cluster_;
+};
+
+int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
+  FleetAllocation allocation(cluster);
+  if (auto why = allocation.acquire(); !why.empty()) {
+    spdlog::error("fleet: {}", why);
+    return 3;
+  }
+  const auto nodes = run_nodes(o, cluster);
+  auto score = cvs::score_fleet(nodes, o.policy);
+  std::optional<cvs::PairsResult> pairs;
+  if (!o.pairs_config.empty()) {
+    const auto healthy = score.healthy();
+    if (healthy.size() < 2)
+      spdlog::warn("fleet pairs: {} healthy node(s): no pair to run", healthy.size());
+    else {
+      pairs = run_pairs(o, cluster, healthy);
+      cvs::apply_pair_findings(score, *pairs);
+      write_pairs_outputs(o.output, *pairs);
+    }
+  }
+  allocation.release();  // the healthy cluster file asks for a new allocation of the healthy hosts
+  cvs::write_fleet_outputs(o.output, score, cluster, o.policy);
+  std::ofstream(o.output / "junit.xml") << cvs::report::render_fleet_junit(score, "jaxmaxtext_fleet");
+  std::ofstream(o.output / "fleet.html") << cvs::report::render_fleet_html(
+      score, nodes, o.policy, "jaxmaxtext_fleet", pairs ? &*pairs : nullptr);
+  if (score.too_small)
+    spdlog::warn(
+        "fleet: {} passing run(s): too few to score the fleet (--min-fleet {}); only the runs' verdicts "
+        "count",
+        score.scored, o.policy.min_fleet);
+  for (const auto& n : score.nodes)
+    std::cout << (n.suspect ? "SUSPECT " : "healthy ") << n.name
+              << (n.suspect ? "  " + cvs::fleet_reasons(n) : "") << "\n";
+  std::cout << "fleet report: " << (o.output / "fleet.html").string() << "; suspects in "
+            << (o.output / "suspect_nodes.txt").string() << "\n";
+  if (pairs)
+    for (const auto& [a, b] : pairs->slow_links) std::cout << "SLOW LINK " << a << " <-> " << b << "\n";
+  return score.suspects().empty() && (!pairs || pairs->slow_links.empty()) ? 0 : 1;
 }
 
 }  // namespace
@@ -172,21 +340,5 @@ int main(int argc, char** argv) {
     return 2;
   }
   fs::create_directories(o.output);
-  const auto nodes = run_nodes(o, cluster);
-  const auto score = cvs::score_fleet(nodes, o.policy);
-  cvs::write_fleet_outputs(o.output, score, cluster, o.policy);
-  std::ofstream(o.output / "junit.xml") << cvs::report::render_fleet_junit(score, "jaxmaxtext_fleet");
-  std::ofstream(o.output / "fleet.html")
-      << cvs::report::render_fleet_html(score, nodes, o.policy, "jaxmaxtext_fleet");
-  if (score.too_small)
-    spdlog::warn(
-        "fleet: {} passing run(s): too few to score the fleet (--min-fleet {}); only the runs' verdicts "
-        "count",
-        score.scored, o.policy.min_fleet);
-  for (const auto& n : score.nodes)
-    std::cout << (n.suspect ? "SUSPECT " : "healthy ") << n.name
-              << (n.suspect ? "  " + cvs::fleet_reasons(n) : "") << "\n";
-  std::cout << "fleet report: " << (o.output / "fleet.html").string() << "; suspects in "
-            << (o.output / "suspect_nodes.txt").string() << "\n";
-  return score.suspects().empty() ? 0 : 1;
+  return run_fleet(o, cluster);
 }

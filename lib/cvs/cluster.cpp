@@ -1,6 +1,7 @@
 #include "cvs/cluster.hpp"
 
 #include <algorithm>
+#include <fstream>
 
 #include <set>
 
@@ -29,6 +30,35 @@ Cluster local_cluster(std::size_t count) {
   c.coordinator_address = "127.0.0.1";
   return c;
 }
+
+namespace {
+
+// slurm.nodes, or an existing job's job_id with its nodelist (nodes, when given, their count).
+void check_existing_job(const OrderedJson& slurm, const std::vector<std::string>& nodelist, IssueList& issues,
+                        Cluster& c) {
+  const bool has_job = slurm.contains("job_id"), has_list = slurm.contains("nodelist");
+  if (has_job && !has_list)
+    issues.add("/slurm/nodelist", "slurm.job_id needs the hosts of that job to run on",
+               "list them: \"nodelist\": [\"gpu01\"] (scontrol show hostnames $SLURM_JOB_NODELIST)");
+  else if (has_list && !has_job)
+    issues.add(
+        "/slurm/nodelist", "slurm.nodelist names hosts of an existing job (slurm.job_id)",
+        "add \"job_id\", or pin the hosts of a new allocation: \"extra_args\": [\"--nodelist=gpu01,gpu02\"]");
+  if (has_job && has_list) {
+    if (slurm.contains("nodes") && c.slurm.nodes != static_cast<int>(nodelist.size()))
+      issues.add("/slurm/nodes",
+                 "slurm.nodes is " + std::to_string(c.slurm.nodes) + " but nodelist lists " +
+                     std::to_string(nodelist.size()) + " host(s)",
+                 "remove nodes (the nodelist says how many)");
+    c.slurm.nodes = static_cast<int>(nodelist.size());
+  } else if (!slurm.contains("nodes")) {
+    issues.add("/slurm/nodes", "slurm.nodes is missing", "set how many nodes to allocate, e.g. \"nodes\": 2");
+  }
+  if (!c.slurm.existing_job || nodelist.size() != static_cast<std::size_t>(c.slurm.nodes))
+    c.slurm.existing_job = false;
+}
+
+}  // namespace
 
 Cluster parse_cluster(const std::string& text, const std::filesystem::path& file) {
   IssueList issues(file.string());
@@ -66,6 +96,7 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
       c.scheduler = "slurm";
   }
   if (c.is_slurm()) {
+    std::vector<std::string> nodelist;
     auto so = root.find("slurm");
     if (so == root.end() || !so->is_object()) {
       issues.add("/slurm", "scheduler slurm needs a slurm block",
@@ -80,6 +111,21 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
             issues.add(p, "nodes must be a positive integer", "e.g. 2");
           else
             c.slurm.nodes = it->get<int>();
+        } else if (k == "job_id") {
+          if (!it->is_string() || it->get<std::string>().empty() ||
+              it->get<std::string>().find_first_not_of("0123456789") != std::string::npos)
+            issues.add(p, "job_id must be a Slurm job id as a string", "e.g. \"123456\" (squeue --me)");
+          else
+            c.slurm.job_id = it->get<std::string>(), c.slurm.existing_job = true;
+        } else if (k == "nodelist") {
+          bool ok = it->is_array() && !it->empty();
+          if (ok)
+            for (const auto& h : *it) ok = ok && h.is_string() && !h.get<std::string>().empty();
+          if (!ok)
+            issues.add(p, "nodelist must be a non-empty list of host names",
+                       "e.g. [\"gpu01\", \"gpu02\"] (scontrol show hostnames $SLURM_JOB_NODELIST)");
+          else
+            for (const auto& h : *it) nodelist.push_back(h.get<std::string>());
         } else if (k == "extra_args") {
           if (!it->is_array())
             issues.add(p, "extra_args must be a list of strings", "e.g. [\"--exclusive\"]");
@@ -99,23 +145,23 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
           if (k == "container_image") c.slurm.container_image = v;
           if (k == "container_mounts") c.slurm.container_mounts = v;
         } else {
-          issues.add(
-              p, "unknown slurm key '" + k + "'",
-              "use nodes, partition, account, time_limit, extra_args, container_image or container_mounts");
+          issues.add(p, "unknown slurm key '" + k + "'",
+                     "use nodes, partition, account, time_limit, extra_args, container_image, "
+                     "container_mounts, job_id "
+                     "or nodelist");
         }
       }
-      if (!so->contains("nodes"))
-        issues.add("/slurm/nodes", "slurm.nodes is missing",
-                   "set how many nodes to allocate, e.g. \"nodes\": 2");
+      check_existing_job(*so, nodelist, issues, c);
     }
     if (root.contains("nodes"))
       issues.add("/nodes", "with scheduler slurm the nodes come from the allocation",
                  "remove nodes; set slurm.nodes");
-    // Placeholders until the allocation names the hosts (rank order = SLURM_JOB_NODELIST order).
+    // Placeholders until the allocation names the hosts (rank order = SLURM_JOB_NODELIST order);
+    // an existing job's hosts as they are listed.
     for (int i = 0; i < c.slurm.nodes; ++i) {
       Node n;
-      n.name = "slurm-node-" + std::to_string(i);
-      n.host = "(not allocated)";
+      n.name = c.slurm.existing_job ? nodelist[i] : "slurm-node-" + std::to_string(i);
+      n.host = c.slurm.existing_job ? nodelist[i] : "(not allocated)";
       n.transport = "slurm";
       c.nodes.push_back(n);
     }
@@ -308,6 +354,58 @@ OrderedJson node_to_json(const Node& node) {
   if (!node.ssh_key.empty()) j["ssh_key"] = node.ssh_key;
   if (node.port != 22) j["port"] = node.port;
   return j;
+}
+
+namespace {
+
+// A Slurm cluster's file for these hosts: in its job (job_id, nodelist) while it holds one, else a
+// new allocation of exactly them (nodes, extra_args --nodelist).
+OrderedJson slurm_file_with(const Cluster& cluster, const std::vector<Node>& nodes, OrderedJson raw) {
+  auto& slurm = raw["slurm"];
+  auto hosts = OrderedJson::array();
+  std::string joined;
+  for (const auto& n : nodes) {
+    hosts.push_back(n.host);
+    joined += (joined.empty() ? "" : ",") + n.host;
+  }
+  if (!cluster.slurm.job_id.empty()) {
+    slurm.erase("nodes");
+    slurm["job_id"] = cluster.slurm.job_id;
+    slurm["nodelist"] = hosts;
+    return raw;
+  }
+  slurm.erase("job_id");
+  slurm.erase("nodelist");
+  slurm["nodes"] = nodes.size();
+  auto args = OrderedJson::array();
+  for (const auto& a : slurm.value("extra_args", OrderedJson::array()))
+    if (!a.is_string() ||
+        (a.get<std::string>().rfind("--nodelist", 0) != 0 && a.get<std::string>().rfind("-w", 0) != 0))
+      args.push_back(a);
+  args.push_back("--nodelist=" + joined);
+  slurm["extra_args"] = args;
+  return raw;
+}
+
+}  // namespace
+
+OrderedJson cluster_file_with(const Cluster& cluster, const std::vector<Node>& nodes) {
+  OrderedJson raw = OrderedJson::object();
+  if (!cluster.file.empty()) {
+    std::ifstream in(cluster.file);
+    raw = OrderedJson::parse(in);
+  }
+  if (cluster.is_slurm()) return slurm_file_with(cluster, nodes, std::move(raw));
+  auto list = OrderedJson::array();
+  for (const auto& n : nodes) list.push_back(node_to_json(n));
+  raw["nodes"] = list;
+  if (nodes.empty()) return raw;
+  const auto& head = nodes.front();
+  raw["head"] = head.name;
+  const bool same_head = !cluster.nodes.empty() && cluster.head_node().name == head.name;
+  if (!(same_head && nodes.size() > 1 && raw.contains("coordinator_address")))
+    raw["coordinator_address"] = is_loopback_address(head.host) ? "127.0.0.1" : head.host;
+  return raw;
 }
 
 }  // namespace cvs

@@ -26,7 +26,8 @@ struct SshOptions {
 };
 
 // scheduler "slurm": the nodes come from an allocation (salloc) and every command reaches its
-// node through `srun --jobid ... --nodelist HOST --overlap`.
+// node through `srun --jobid ... --nodelist HOST --overlap`. With slurm.job_id and slurm.nodelist,
+// the nodes are those hosts of a job allocated already (by fleet mode, or by you: salloc).
 struct SlurmOptions {
   int nodes = 0;
   std::string partition;
@@ -35,7 +36,9 @@ struct SlurmOptions {
   std::vector<std::string> extra_args;  // passed to salloc as they are
   std::string container_image;          // pyxis/enroot: srun --container-image
   std::string container_mounts;         // pyxis/enroot: srun --container-mounts
-  std::string job_id;                   // set once allocated
+  std::string job_id;                   // set once allocated, or given (existing_job)
+  bool existing_job = false;  // slurm.job_id and slurm.nodelist in the file: run in that job's hosts,
+                              // neither allocate nor release it (fleet mode's node and pair runs)
 };
 
 struct Cluster {
@@ -62,6 +65,12 @@ bool is_loopback_address(const std::string& host);
 
 // A node as the cluster file writes it (name, host, transport; user, ssh_key and port when set).
 OrderedJson node_to_json(const Node& node);
+
+// The cluster file (its own keys kept: transport, ssh, overrides...) listing only `nodes`, the first
+// of them the head; the coordinator address is kept while the head is the same node of several,
+// else the head's host (127.0.0.1 for a loopback one). What fleet mode writes for each node's run, each
+// pair's and the healthy nodes.
+OrderedJson cluster_file_with(const Cluster& cluster, const std::vector<Node>& nodes);
 
 // Loads a suite config with the cluster's overrides merged in (RFC 7396 merge patch).
 SuiteConfig load_config_for_cluster(const std::filesystem::path& config_file, const Cluster& cluster,

@@ -7,8 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "cvs/config_error.hpp"
 #include "cvs/format.hpp"
 #include "cvs/metric_catalog.hpp"
+#include "cvs/metrics.hpp"
 
 namespace cvs {
 namespace {
@@ -16,9 +18,7 @@ namespace {
 constexpr double kMadToZ = 0.6745;  // modified z-score: 0.6745 (x - median) / MAD
 
 double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return percentile(std::move(v), 50);
 }
 
 std::string metric_of(const std::string& figure) {
@@ -26,16 +26,20 @@ std::string metric_of(const std::string& figure) {
   return sp == std::string::npos ? figure : figure.substr(sp + 1);
 }
 
-// +1: lower is worse (throughput), -1: higher is worse (step time), 0: either way (loss).
+// +1: lower is worse (throughput, free HBM), -1: higher is worse (step time), 0: either way
+// (loss, device counts).
 int bad_side(const std::string& metric) {
-  if (metric == "final_loss") return 0;
+  if (metric == "final_loss" || metric == "gpu_count" || metric == "jax_devices") return 0;
+  if (metric == "hbm_free_gb") return 1;
   const auto* m = find_metric(metric);
   return m && m->better == Better::Higher ? 1 : -1;
 }
 
 // The figure's evidence against a node, when it is an outlier on the bad side beyond both bounds.
+// `label` names the figure in the text (default: the figure).
 std::optional<FleetEvidence> outlier(const std::string& figure, double x, const FigureStats& st,
-                                     const FleetPolicy& policy) {
+                                     const FleetPolicy& policy, const std::string& label = "") {
+  const char* reference = st.calibrated ? "the calibrated baseline's median" : "the fleet's median";
   if (!std::isfinite(x) || st.median == 0) return std::nullopt;
   const double dev = (x - st.median) / std::fabs(st.median);
   const double z =
@@ -46,10 +50,50 @@ std::optional<FleetEvidence> outlier(const std::string& figure, double x, const 
   const bool bad = side == 0 ? true : (side > 0 ? z < 0 : z > 0);
   if (!bad || std::fabs(z) <= policy.max_z || std::fabs(dev) < policy.min_deviation) return std::nullopt;
   FleetEvidence e{figure, x, st.median, z, dev, ""};
-  e.text = figure + " " + short_number(x) + " is " + short_number(std::fabs(dev) * 100) + " % " +
-           (x < st.median ? "below" : "above") + " the fleet's median " + short_number(st.median) +
-           " (modified z " + (std::isinf(z) ? std::string(z > 0 ? "+inf" : "-inf") : short_number(z)) + ")";
+  e.text = (label.empty() ? figure : label) + " " + short_number(x) + " is " +
+           short_number(std::fabs(dev) * 100) + " % " + (x < st.median ? "below" : "above") + " " +
+           reference + " " + short_number(st.median) + " (modified z " +
+           (std::isinf(z) ? std::string(z > 0 ? "+inf" : "-inf") : short_number(z)) + ")";
   return e;
+}
+
+// The probe's facts the fleet compares (results.json provenance_fields).
+constexpr const char* kFleetFacts[] = {"gpus",      "device_kind", "jax_version", "maxtext_version",
+                                       "cpu_model", "cpu_count",   "image_id"};
+
+// A node whose fact differs from what more than half of the nodes with results have.
+void fact_evidence(const std::vector<FleetNode>& nodes, std::vector<NodeScore>& scores) {
+  for (const char* fact : kFleetFacts) {
+    std::map<std::string, std::size_t> count;
+    std::size_t with = 0;
+    for (const auto& n : nodes)
+      if (auto it = n.facts.find(fact); !n.status.empty() && it != n.facts.end()) ++count[it->second], ++with;
+    const auto top = std::max_element(count.begin(), count.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (top == count.end() || 2 * top->second <= with) continue;  // no majority: nothing to say
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto it = nodes[i].facts.find(fact);
+      if (nodes[i].status.empty() || it == nodes[i].facts.end() || it->second == top->first) continue;
+      scores[i].suspect = true;
+      scores[i].evidence.push_back({std::string("probe ") + fact, 0, 0, 0, 0,
+                                    std::string("probe: ") + fact + " is '" + it->second + "' where " +
+                                        std::to_string(top->second) + " of " + std::to_string(with) +
+                                        " nodes have '" + top->first + "'"});
+    }
+  }
+}
+
+// A passing node's steady-state estimates against the calibrated baseline.
+void baseline_evidence(const FleetNode& n, const FleetPolicy& policy, NodeScore& ns) {
+  for (const auto& [figure, st] : policy.baseline) {
+    const auto it = n.steady.find(figure);
+    if (it == n.steady.end()) continue;
+    if (auto e = outlier(figure, it->second, st, policy, figure + " (steady state)")) {
+      ns.suspect = true;
+      ns.worst_z = std::max(ns.worst_z, std::fabs(e->z));
+      ns.evidence.push_back(*e);
+    }
+  }
 }
 
 }  // namespace
@@ -102,16 +146,19 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
       ns.worst_z = std::numeric_limits<double>::infinity();
       const std::string what = n.status.empty() ? "left no results" : "its run ended " + n.status;
       ns.evidence.push_back({"run", 0, 0, 0, 0, what + (n.failure.empty() ? "" : ": " + n.failure)});
-    } else if (!s.too_small) {
-      for (const auto& [figure, x] : n.figures)
-        if (auto e = outlier(figure, x, s.figures[figure], policy)) {
-          ns.suspect = true;
-          ns.worst_z = std::max(ns.worst_z, std::fabs(e->z));
-          ns.evidence.push_back(*e);
-        }
+    } else {
+      if (!s.too_small)
+        for (const auto& [figure, x] : n.figures)
+          if (auto e = outlier(figure, x, s.figures[figure], policy)) {
+            ns.suspect = true;
+            ns.worst_z = std::max(ns.worst_z, std::fabs(e->z));
+            ns.evidence.push_back(*e);
+          }
+      baseline_evidence(n, policy, ns);
     }
     s.nodes.push_back(std::move(ns));
   }
+  fact_evidence(nodes, s.nodes);
   std::stable_sort(s.nodes.begin(), s.nodes.end(), [](const NodeScore& a, const NodeScore& b) {
     if (a.suspect != b.suspect) return a.suspect;
     if (a.worst_z != b.worst_z) return a.worst_z > b.worst_z;
@@ -119,6 +166,34 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
   });
   return s;
 }
+
+namespace {
+
+// What the run's setup found (results.json provenance): the probe's facts, and as figures the GPU
+// count and the least free HBM of the node's GPUs (the vendor tool's), and JAX's device count.
+void read_probe(const nlohmann::json& r, FleetNode& n) {
+  const auto fields = r.value("provenance_fields", nlohmann::json::object());
+  for (const char* fact : kFleetFacts)
+    if (fields.contains(fact))
+      n.facts[fact] = fields[fact].is_string() ? fields[fact].get<std::string>() : fields[fact].dump();
+  const auto pv = r.value("provenance", nlohmann::json::object());
+  const auto jax_nodes = pv.value("nodes", nlohmann::json::array());
+  if (!jax_nodes.empty() && jax_nodes[0].value("local_devices", nlohmann::json()).is_number())
+    n.figures["probe jax_devices"] = jax_nodes[0]["local_devices"].get<double>();
+  const auto gpus = pv.value("gpus", nlohmann::json::array());
+  if (gpus.empty()) return;
+  double count = 0, least_free = std::numeric_limits<double>::infinity();
+  for (const auto& node : gpus)
+    for (const auto& d : node.value("devices", nlohmann::json::array())) {
+      ++count;
+      if (d.value("free_gb", nlohmann::json()).is_number())
+        least_free = std::min(least_free, d["free_gb"].get<double>());
+    }
+  n.figures["probe gpu_count"] = count;
+  if (std::isfinite(least_free)) n.figures["probe hbm_free_gb"] = least_free;
+}
+
+}  // namespace
 
 FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& results_json) {
   FleetNode n;
@@ -150,8 +225,42 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
     const auto metrics = sweep.value("metrics", nlohmann::json::object());
     for (const auto& [metric, v] : metrics.items())
       if (v.is_number() && is_fleet_metric(metric)) n.figures[key + " " + metric] = v.get<double>();
+    const auto ss = sweep.find("steady_state");
+    if (ss == sweep.end() || !ss->is_object()) continue;
+    const auto ivs = ss->find("intervals");
+    if (ivs == ss->end() || !ivs->is_object()) continue;
+    for (auto iv = ivs->begin(); iv != ivs->end(); ++iv)
+      if (iv->is_object() && iv->contains("estimate") && (*iv)["estimate"].is_number())
+        n.steady[key + " " + iv.key()] = (*iv)["estimate"].get<double>();
   }
+  read_probe(r, n);
   return n;
+}
+
+std::map<std::string, FigureStats> read_fleet_baseline(const std::filesystem::path& file) {
+  const std::string name = file.string();
+  std::ifstream in(file);
+  if (!in) throw ConfigError(name, "", "cannot read the baseline file", "pass a file `cvs calibrate` wrote");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(name, "", std::string("not JSON: ") + e.what(), "pass a file `cvs calibrate` wrote");
+  }
+  const auto stats =
+      j.value("_calibration", nlohmann::json::object()).value("statistics", nlohmann::json::object());
+  std::map<std::string, FigureStats> out;
+  for (const auto& [sweep, metrics] : stats.items())
+    for (const auto& [metric, st] : metrics.items())
+      if (st.is_object() && st.value("median", nlohmann::json()).is_number() &&
+          st.value("mad_sigma", nlohmann::json()).is_number())
+        out[sweep + " " + metric] = {st["median"].get<double>(), st["mad_sigma"].get<double>() / 1.4826,
+                                     st.value("n", std::size_t{0}), true};
+  if (out.empty())
+    throw ConfigError(
+        name, "/_calibration/statistics", "no calibrated statistics (not a calibration file?)",
+        "calibrate a known-good node first: cvs calibrate --config CONFIG, then pass the file it writes");
+  return out;
 }
 
 std::string fleet_reasons(const NodeScore& node) {
@@ -164,18 +273,11 @@ namespace {
 
 // The cluster file with only the healthy nodes, the first of them the head.
 nlohmann::ordered_json healthy_cluster(const Cluster& cluster, const std::vector<std::string>& healthy) {
-  nlohmann::ordered_json raw = nlohmann::ordered_json::object();
-  if (!cluster.file.empty()) {
-    std::ifstream in(cluster.file);
-    raw = nlohmann::ordered_json::parse(in);
-  }
-  auto nodes = nlohmann::ordered_json::array();
+  std::vector<Node> nodes;
   for (const auto& name : healthy)
     for (const auto& node : cluster.nodes)
-      if (node.name == name) nodes.push_back(node_to_json(node));
-  raw["nodes"] = nodes;
-  raw["head"] = healthy.front();
-  return raw;
+      if (node.name == name) nodes.push_back(node);
+  return cluster_file_with(cluster, nodes);
 }
 
 void write_text(const std::filesystem::path& p, const std::string& text) {

@@ -10,6 +10,14 @@
 // errored (the suite's own gates: absolute floors from the threshold file included), or when it
 // left no results. Fewer than min_fleet scored nodes: the fleet is too small to score, and only
 // the runs' own verdicts count.
+//
+// Also, whatever the fleet's size:
+//  - a calibrated baseline (cvs calibrate's file, --baseline): each node's steady-state estimate of
+//    a calibrated metric against the calibration's median and MAD (its mad_sigma / 1.4826), by
+//    the same two bounds;
+//  - the probe: what each run's setup found (GPU count, free HBM, JAX devices as figures; GPU
+//    models, device kind, JAX, MaxText, CPU count and image as facts): a node whose fact differs
+//    from what more than half of the nodes have is a suspect (a heterogeneous node).
 #pragma once
 
 #include <filesystem>
@@ -22,10 +30,17 @@
 
 namespace cvs {
 
+struct FigureStats {
+  double median = 0, mad = 0;
+  std::size_t nodes = 0;    // the nodes (or calibration repeats) it is over
+  bool calibrated = false;  // from a calibration file, not the fleet
+};
+
 struct FleetPolicy {
   double max_z = 3.5;
   double min_deviation = 0.10;  // relative to the median
   std::size_t min_fleet = 3;
+  std::map<std::string, FigureStats> baseline;  // "<sweep> <metric>" -> the calibration's
 };
 
 // One node's run, as its results.json says it.
@@ -33,7 +48,9 @@ struct FleetNode {
   std::string name;
   std::string status;   // the run's PASS, FAIL, ERROR, INCONCLUSIVE; "" when it left no results
   std::string failure;  // why, when status is not PASS: the first failing stage and its message
-  std::map<std::string, double> figures;  // "<sweep> <metric>" -> value
+  std::map<std::string, double> figures;     // "<sweep> <metric>" or "probe <what>" -> value
+  std::map<std::string, double> steady;      // "<sweep> <metric>" -> its steady-state estimate
+  std::map<std::string, std::string> facts;  // the probe's: gpus, device_kind, jax_version, ...
 };
 
 struct FleetEvidence {
@@ -47,11 +64,6 @@ struct NodeScore {
   bool suspect = false;
   double worst_z = 0;  // the most negative "badness" first: |z| on the bad side, 0 when none
   std::vector<FleetEvidence> evidence;
-};
-
-struct FigureStats {
-  double median = 0, mad = 0;
-  std::size_t nodes = 0;
 };
 
 struct FleetScore {
@@ -72,6 +84,11 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
 
 // A node's run from its report folder's results.json (missing or unreadable: status "").
 FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& results_json);
+
+// The baseline of a calibrated threshold file (its _calibration statistics: per sweep and
+// metric, the repeats' median and mad_sigma). Throws ConfigError (file, pointer, fix) when the
+// file does not parse or holds no calibration.
+std::map<std::string, FigureStats> read_fleet_baseline(const std::filesystem::path& calibration_file);
 
 // The outputs that act, into `dir`: suspect_nodes.txt (name, tab, reasons), healthy_nodes.txt,
 // slurm_exclude.txt (--exclude=host1,host2; empty without suspects), healthy_cluster.json (the

@@ -14,6 +14,7 @@
 #include "cvs/maxtext_yaml.hpp"
 #include "cvs/node_agent.hpp"
 #include "cvs/node_stream.hpp"
+#include "cvs/slurm.hpp"
 #include "cvs/text_file.hpp"
 
 namespace fs = std::filesystem;
@@ -138,43 +139,19 @@ std::vector<ProcResult> Launcher::agent_fan_out(const std::vector<std::vector<st
 }
 
 std::vector<std::string> Launcher::allocate() {
-  auto& s = cluster_.slurm;
-  std::vector<std::string> argv = {"salloc", "--no-shell", "--job-name=cvs-" + os_user(),
-                                   "--nodes=" + std::to_string(s.nodes), "--ntasks-per-node=1"};
-  if (!s.partition.empty()) argv.push_back("--partition=" + s.partition);
-  if (!s.account.empty()) argv.push_back("--account=" + s.account);
-  if (!s.time_limit.empty()) argv.push_back("--time=" + s.time_limit);
-  argv.insert(argv.end(), s.extra_args.begin(), s.extra_args.end());
-  spdlog::info("slurm: allocating {} node(s): {}", s.nodes, shell_join(argv));
-  auto r =
-      run_one({argv, std::chrono::milliseconds(static_cast<long long>(policy_.startup_s * 1000)), "salloc"});
-  const std::string all = r.err + r.out;
-  const std::string granted = "Granted job allocation ";
-  if (auto p = all.find(granted); p != std::string::npos) {
-    std::size_t e = p + granted.size();
-    while (e < all.size() && std::isdigit(static_cast<unsigned char>(all[e]))) ++e;
-    s.job_id = all.substr(p + granted.size(), e - p - granted.size());
+  auto a = slurm_allocate(cluster_.slurm,
+                          std::chrono::milliseconds(static_cast<long long>(policy_.startup_s * 1000)));
+  if (!a.job_id.empty()) {
+    cluster_.slurm.job_id = a.job_id;
+    allocated_ = true;  // granted: released at teardown even when its hosts could not be read
   }
-  if (s.job_id.empty()) return {"slurm: salloc did not grant an allocation: " + r.describe()};
-  allocated_ = true;
-  auto list = run_one(
-      {{"squeue", "--noheader", "--jobs=" + s.job_id, "--format=%N"}, std::chrono::seconds(60), "squeue"});
-  std::string nodelist = list.out.substr(0, list.out.find('\n'));
-  auto hosts = run_one({{"scontrol", "show", "hostnames", nodelist}, std::chrono::seconds(60), "scontrol"});
-  std::vector<std::string> names;
-  std::stringstream ss(hosts.out);
-  for (std::string h; std::getline(ss, h);)
-    if (!h.empty()) names.push_back(h);
-  if (!list.ok() || !hosts.ok() || names.size() != static_cast<std::size_t>(s.nodes))
-    return {"slurm: job " + s.job_id + ": could not read its " + std::to_string(s.nodes) + " node(s) from '" +
-            nodelist + "': " + (list.ok() ? hosts.describe() : list.describe())};
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    cluster_.nodes[i].name = names[i];
-    cluster_.nodes[i].host = names[i];
+  if (!a.ok()) return {a.error};
+  for (std::size_t i = 0; i < a.hosts.size(); ++i) {
+    cluster_.nodes[i].name = a.hosts[i];
+    cluster_.nodes[i].host = a.hosts[i];
   }
   cluster_.head = 0;
-  cluster_.coordinator_address = names[0];
-  spdlog::info("slurm: job {} on {}", s.job_id, nodelist);
+  cluster_.coordinator_address = a.hosts[0];
   return {};
 }
 
@@ -301,7 +278,7 @@ std::vector<std::string> Launcher::check_containers() const {
 std::vector<std::string> Launcher::setup() {
   std::vector<std::string> problems;
   const auto timeout = std::chrono::minutes(10);
-  if (cluster_.is_slurm() && !allocated_) {
+  if (cluster_.is_slurm() && !allocated_ && !cluster_.slurm.existing_job) {
     problems = allocate();
     if (!problems.empty()) return problems;
   }
@@ -754,20 +731,7 @@ std::vector<std::string> Launcher::teardown() {
   if (allocated_) {
     // Never leave an allocation behind: cancel it and wait until Slurm no longer lists it.
     allocated_ = false;
-    const auto& id = cluster_.slurm.job_id;
-    auto c = run_one({{"scancel", id}, std::chrono::seconds(60), "scancel"});
-    bool gone = false;
-    for (int i = 0; i < 60 && !gone; ++i) {
-      auto q = run_one(
-          {{"squeue", "--noheader", "--jobs=" + id, "--format=%T"}, std::chrono::seconds(30), "squeue"});
-      gone = q.out.find_first_not_of(" \n") == std::string::npos ||
-             q.out.find("COMPLETED") != std::string::npos || q.out.find("CANCELLED") != std::string::npos;
-      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-    if (!gone)
-      problems.push_back("slurm: job " + id + " still listed after scancel: " + c.describe());
-    else
-      spdlog::info("slurm: job {} released", id);
+    if (auto why = slurm_release(cluster_.slurm.job_id); !why.empty()) problems.push_back(why);
   }
   return problems;
 }

@@ -71,8 +71,36 @@ std::string strip_chart(const std::string& figure, const FigureStats& st, const 
 
 }  // namespace
 
+namespace {
+
+// The two-node runs (--pairs): each run, its step time against the pairs' reference, slow in red.
+std::string pairs_section(const PairsResult& pairs) {
+  std::string h = fmt::format(
+      "<h2>Pairs: two-node runs</h2><p>Reference: {} ms a step (the median of the faster half of the first "
+      "round's pairs); a pair is slow when its run failed or its median step time is more than {} % above "
+      "it. "
+      "Slow pairs' nodes ran again with known-good nodes; a node whose every pair was slow is a suspect.</p>"
+      "<table><tr><th>round</th><th>nodes</th><th>run</th><th>step p50 (ms)</th><th>vs reference</th></tr>",
+      short_number(pairs.reference_ms), short_number(pairs.min_deviation * 100));
+  for (const auto& r : pairs.runs)
+    h += fmt::format(
+        "<tr><td>{}</td><td>{} + {}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>", r.round,
+        html_escape(r.a), html_escape(r.b), html_escape(r.status.empty() ? "no results" : r.status),
+        short_number(r.step_ms), r.slow ? "bad" : "ok",
+        r.ran()
+            ? fmt::format("{:+.0f} %{}", (r.step_ms / pairs.reference_ms - 1) * 100, r.slow ? ", slow" : "")
+            : std::string("failed"));
+  h += "</table>";
+  for (const auto& [a, b] : pairs.slow_links)
+    h += "<p class=\"bad\">Slow link between " + html_escape(a) + " and " + html_escape(b) +
+         ": slow together, each fast with a known-good node.</p>";
+  return h;
+}
+
+}  // namespace
+
 std::string render_fleet_html(const FleetScore& score, const std::vector<FleetNode>& nodes,
-                              const FleetPolicy& policy, const std::string& title) {
+                              const FleetPolicy& policy, const std::string& title, const PairsResult* pairs) {
   std::map<std::string, const FleetNode*> by_name;
   for (const auto& n : nodes) by_name[n.name] = &n;
   std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>" + html_escape(title) +
@@ -102,7 +130,9 @@ std::string render_fleet_html(const FleetScore& score, const std::vector<FleetNo
   for (const auto& [figure, st] : score.figures)
     h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", html_escape(figure),
                      short_number(st.median), short_number(st.mad), strip_chart(figure, st, nodes, score));
-  h += "</table></body></html>\n";
+  h += "</table>";
+  if (pairs) h += pairs_section(*pairs);
+  h += "</body></html>\n";
   return h;
 }
 

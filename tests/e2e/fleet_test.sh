@@ -3,8 +3,11 @@
 # hosts of tests/integration/netns_cluster.sh (run under it: CVS_NETNS_DIR), every node at once (on
 # this one machine they share its two cores, fairly: the host's own noise is common to all).
 #  1. Healthy: no suspect; five healthy nodes; exit 0 (CVS_FLEET_HEALTHY_RUNS times, default 1).
-#  2. ns-b degraded (every process of its sessions capped at 15 % of one CPU by a cgroup), and
-#     ns-a's training killed (SIGKILL) a few seconds after it starts. Exactly ns-a (its run failed) and ns-b (its
+#  2. ns-b degraded (every process of its sessions capped at 15 % of one CPU by a cgroup), ns-a's
+#     training killed (SIGKILL) a few seconds after it starts, and local2's crashed (SIGSEGV once it
+#     logs steps: its own error line, "Fatal Python error: Segmentation fault", as a GPU fault
+#     crashes a process).
+#     Exactly ns-a and local2 (their runs failed, local2's with the error line) and ns-b (its
 #     throughput below the fleet's) are suspects, with their reasons, in the text files, the Slurm
 #     exclude line, the healthy cluster file, the JUnit file and the HTML page; exit 1.
 # The outlier bound is 25 % here (--min-deviation-pct; the nodes of a healthy fleet agree to a few
@@ -56,9 +59,10 @@ echo "healthy fleet: no suspect (${CVS_FLEET_HEALTHY_RUNS:-1} run(s))"
 
 # ns-b degraded: its sshd, so every process of its sessions, in a cgroup capped at 15 % of one
 # CPU (cgroup v1 cpu.cfs_quota_us, or v2 cpu.max): a node slower whether or not the others run.
-cg="" killer=""
+cg="" killer="" crasher=""
 cleanup() {
   [[ -z $killer ]] || kill "$killer" 2>/dev/null || true
+  [[ -z $crasher ]] || kill "$crasher" 2>/dev/null || true
   if [[ -n $cg && -d $cg ]]; then
     while read -r pid; do echo "$pid" >"$(dirname "$cg")/cgroup.procs" 2>/dev/null || true; done <"$cg/cgroup.procs"
     rmdir "$cg" 2>/dev/null || true
@@ -96,26 +100,43 @@ training_pids() {  # every process in netns cvs-a whose command line runs train.
   done
 ) &
 killer=$!
+touch "$out/degraded.start"
+local2_training() {  # the session of local2's run (its pid file, under the log_dir: the run tag ends its name)
+  find /tmp -maxdepth 7 -path '*/LOGS/jaxmaxtext/*-local2/node-0/pid' -newer "$out/degraded.start" 2>/dev/null | head -1
+}
+(  # local2's training crashed once it logs steps: the python itself (not its sh wrapper, which
+  # writes the exit code), in the session of local2's run
+  for _ in $(seq 900); do
+    pidf=$(local2_training)
+    if [[ -n $pidf ]] && grep -q "completed step" "${pidf%/pid}/training.log" 2>/dev/null; then
+      pkill -SEGV -s "$(cat "$pidf")" -f '^[^ ]*python[0-9.]* [^ ]*train\.py'
+      exit 0
+    fi
+    sleep 0.5
+  done
+) &
+crasher=$!
 rc=0
 "$fleet" "${args[@]}" --output "$out/degraded" >"$out/degraded.log" 2>&1 || rc=$?
 cleanup
 [[ $rc -eq 1 ]] || { tail -30 "$out/degraded.log"; fail "degraded fleet: exit $rc, expected 1"; }
-python3 - "$out/degraded" <<'PY' || { cat "$out/degraded.log" | tail -20; fail "degraded fleet outputs"; }
+python3 - "$out/degraded" <<'PY' || { tail -20 "$out/degraded.log"; fail "degraded fleet outputs"; }
 import json, sys, xml.etree.ElementTree as ET
 d = sys.argv[1]
 sus = dict(l.rstrip("\n").split("\t", 1) for l in open(d + "/suspect_nodes.txt"))
-assert set(sus) == {"ns-a", "ns-b"}, sus
+assert set(sus) == {"ns-a", "ns-b", "local2"}, sus
 assert "its run ended" in sus["ns-a"], sus["ns-a"]
+assert "its run ended" in sus["local2"] and "Fatal Python error: Segmentation fault" in sus["local2"], sus["local2"]
 assert "tokens_per_sec_per_gpu" in sus["ns-b"] and "below the fleet's median" in sus["ns-b"], sus["ns-b"]
-assert open(d + "/healthy_nodes.txt").read().split() == ["local0", "local1", "local2"]
-assert open(d + "/slurm_exclude.txt").read().strip() == "--exclude=10.231.0.1,10.231.0.2"
+assert open(d + "/healthy_nodes.txt").read().split() == ["local0", "local1"]
+assert open(d + "/slurm_exclude.txt").read().strip() == "--exclude=localhost,10.231.0.1,10.231.0.2"
 hc = json.load(open(d + "/healthy_cluster.json"))
-assert [n["name"] for n in hc["nodes"]] == ["local0", "local1", "local2"] and hc["head"] == "local0", hc
+assert [n["name"] for n in hc["nodes"]] == ["local0", "local1"] and hc["head"] == "local0", hc
 root = ET.parse(d + "/junit.xml").getroot()
 failed = {tc.get("name") for tc in root.iter("testcase") if tc.find("failure") is not None}
-assert failed == {"node.ns-a", "node.ns-b"}, failed
+assert failed == {"node.ns-a", "node.ns-b", "node.local2"}, failed
 html = open(d + "/fleet.html").read()
-assert html.index("ns-a") < html.index("local0") and html.count("SUSPECT") == 2
+assert html.index("ns-a") < html.index("local0") and html.count("SUSPECT") == 3
 print("degraded fleet: suspects", ", ".join(f"{k} ({v[:90]})" for k, v in sus.items()))
 PY
 echo "PASS"

@@ -129,6 +129,12 @@ TEST(Cli, TheFleetRefusesADistributedConfigAndAReusedFolder) {
                   "/configs/clusters/local_2nodes.json --output " + root);
   EXPECT_EQ(p.exit_code, 2) << p.out;
   EXPECT_NE(p.out.find("a report folder is never reused"), std::string::npos) << p.out;
+  p = run_command(fleet + " --config " + root + "/configs/cpu_jaxmaxtext_tiny_single.json --cluster " + root +
+                  "/configs/clusters/local_2nodes.json --pairs " + root +
+                  "/configs/cpu_jaxmaxtext_tiny_single.json --output /tmp/cvs-fleet-never-made");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("/mode: --pairs runs a distributed config on two nodes at a time"), std::string::npos)
+      << p.out;
   p = run_command(fleet + " --config x.json");
   EXPECT_EQ(p.exit_code, 2) << p.out;
   EXPECT_NE(p.out.find("--cluster is required"), std::string::npos) << p.out;

@@ -222,6 +222,48 @@ TEST(Cluster, SlurmSchedulerRulesAndSrunArgv) {
                   "--quiet", "--kill-on-bad-exit=1", "--container-image=rocm/jax:x", "--", "hostname"}));
 }
 
+TEST(Cluster, AnExistingSlurmJobNamesItsHostsAndTheFleetWritesFilesForIt) {
+  using cvs::test::has_issue;
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"job_id": "77"}})"),
+                        "/slurm/nodelist", "needs the hosts"));
+  EXPECT_TRUE(has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"nodes": 1, "nodelist": ["a"]}})"),
+                        "/slurm/nodelist", "existing job"));
+  EXPECT_TRUE(
+      has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"job_id": 77, "nodelist": ["a"]}})"),
+                "/slurm/job_id", "as a string"));
+  EXPECT_TRUE(
+      has_issue(cluster_issues(R"({"scheduler": "slurm", "slurm": {"job_id": "77", "nodelist": []}})"),
+                "/slurm/nodelist", "non-empty"));
+  EXPECT_TRUE(has_issue(
+      cluster_issues(
+          R"({"scheduler": "slurm", "slurm": {"job_id": "77", "nodelist": ["a", "b"], "nodes": 3}})"),
+      "/slurm/nodes", "lists 2"));
+  const auto dir = fs::temp_directory_path() / ("cvs_slurm_job_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "c.json") << R"({"scheduler": "slurm",
+    "slurm": {"nodes": 3, "partition": "gpu", "extra_args": ["--exclusive", "--nodelist=old"]}})";
+  auto c = cvs::load_cluster(dir / "c.json");
+  EXPECT_FALSE(c.slurm.existing_job);
+  c.slurm.job_id = "77";  // the fleet's allocation
+  for (int i = 0; i < 3; ++i) c.nodes[i].name = c.nodes[i].host = "gpu0" + std::to_string(i + 1);
+  // A node's run in the job: its host only; it neither allocates nor releases.
+  std::ofstream(dir / "node.json") << cvs::cluster_file_with(c, {c.nodes[1]}).dump();
+  const auto node = cvs::load_cluster(dir / "node.json");
+  EXPECT_TRUE(node.slurm.existing_job);
+  EXPECT_EQ(node.slurm.job_id, "77");
+  ASSERT_EQ(node.nodes.size(), 1u);
+  EXPECT_EQ(node.nodes[0].host, "gpu02");
+  EXPECT_EQ(node.slurm.partition, "gpu") << "the rest of the file is kept";
+  // The healthy hosts once the job is released: a new allocation of exactly them.
+  c.slurm.job_id.clear();
+  std::ofstream(dir / "healthy.json") << cvs::cluster_file_with(c, {c.nodes[0], c.nodes[2]}).dump();
+  const auto healthy = cvs::load_cluster(dir / "healthy.json");
+  EXPECT_FALSE(healthy.slurm.existing_job);
+  EXPECT_EQ(healthy.slurm.nodes, 2);
+  EXPECT_EQ(healthy.slurm.extra_args, (std::vector<std::string>{"--exclusive", "--nodelist=gpu01,gpu03"}));
+  fs::remove_all(dir);
+}
+
 TEST(Cluster, OverridesMergeOntoTheConfig) {
   auto dir = fs::temp_directory_path() / ("cvs_ovr_" + std::to_string(::getpid()));
   fs::create_directories(dir);

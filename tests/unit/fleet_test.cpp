@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "cvs/cluster.hpp"
+#include "cvs/config_error.hpp"
 #include "cvs/fleet.hpp"
 #include "cvs/fleet_report.hpp"
+#include "cvs/gpu_probe.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -22,7 +24,7 @@ const std::string kP50 = "BS=4 step_time_p50_ms";
 const std::string kLoss = "BS=4 final_loss";
 
 cvs::FleetNode node(const std::string& name, double tok, double p50, double loss = 2.5) {
-  return {name, "PASS", "", {{kTok, tok}, {kP50, p50}, {kLoss, loss}}};
+  return {name, "PASS", "", {{kTok, tok}, {kP50, p50}, {kLoss, loss}}, {}, {}};
 }
 
 std::string read(const fs::path& p) {
@@ -80,8 +82,8 @@ TEST(Fleet, NoisyHealthyFleetsGiveNoSuspects) {
 
 TEST(Fleet, FailedRunsAreSuspectsAndTooSmallAFleetIsNotScored) {
   std::vector<cvs::FleetNode> nodes = {node("a", 10000, 20), node("b", 4000, 50)};
-  nodes.push_back({"c", "FAIL", "sweep/test_metric.check/x: tokens_per_sec_per_gpu 10 < 100", {}});
-  nodes.push_back({"d", "", "no results.json", {}});
+  nodes.push_back({"c", "FAIL", "sweep/test_metric.check/x: tokens_per_sec_per_gpu 10 < 100", {}, {}, {}});
+  nodes.push_back({"d", "", "no results.json", {}, {}, {}});
   const auto s = cvs::score_fleet(nodes, {});
   EXPECT_TRUE(s.too_small) << "two passing runs";
   EXPECT_EQ(s.suspects(), (std::vector<std::string>{"c", "d"}))
@@ -97,7 +99,8 @@ TEST(Fleet, OutputsNameTheSuspectsAndAHealthyClusterFileThatLoads) {
   const auto cluster_file = dir / "cluster.json";
   std::ofstream(cluster_file) << R"({"transport": "ssh", "ssh": {"connect_timeout_s": 5},
     "nodes": [{"name": "gpu1", "host": "10.0.0.1"}, {"name": "gpu2", "host": "10.0.0.2", "user": "ops"},
-              {"name": "gpu3", "host": "10.0.0.3"}, {"name": "gpu4", "host": "10.0.0.4"}], "head": "gpu1"})";
+              {"name": "gpu3", "host": "10.0.0.3"}, {"name": "gpu4", "host": "10.0.0.4"}], "head": "gpu1",
+    "coordinator_address": "192.168.0.1"})";
   const auto cluster = cvs::load_cluster(cluster_file);
   std::vector<cvs::FleetNode> nodes = {node("gpu1", 4000, 50), node("gpu2", 10000, 20),
                                        node("gpu3", 10100, 20), node("gpu4", 9900, 20)};
@@ -112,6 +115,11 @@ TEST(Fleet, OutputsNameTheSuspectsAndAHealthyClusterFileThatLoads) {
   const auto healthy = cvs::load_cluster(dir / "healthy_cluster.json");
   ASSERT_EQ(healthy.nodes.size(), 3u);
   EXPECT_EQ(healthy.head_node().name, "gpu2");
+  EXPECT_EQ(healthy.coordinator_address, "10.0.0.2") << "the suspect head's coordinator address went with it";
+  auto same_head = cvs::cluster_file_with(cluster, {cluster.nodes[0], cluster.nodes[2]});
+  EXPECT_EQ(same_head["coordinator_address"], "192.168.0.1") << "the same head keeps its address";
+  EXPECT_EQ(cvs::cluster_file_with(cluster, {cluster.nodes[0]})["coordinator_address"], "10.0.0.1")
+      << "a one-node file: the node's own";
   EXPECT_EQ(healthy.nodes[0].user, "ops");
   EXPECT_EQ(healthy.ssh.connect_timeout_s, 5) << "the rest of the cluster file is kept";
   const auto junit = cvs::report::render_fleet_junit(s, "jaxmaxtext_fleet");
@@ -130,7 +138,10 @@ TEST(Fleet, ANodesFiguresComeFromItsResultsFile) {
   EXPECT_EQ(n.figures.at("BS=2,PRECISION=BF16,SL=128 tokens_per_sec_per_gpu"), 18934.31095075424);
   EXPECT_TRUE(n.figures.count("BS=4,PRECISION=BF16,SL=128 final_loss"));
   EXPECT_FALSE(n.figures.count("BS=2,PRECISION=BF16,SL=128 loss_decreased")) << "not a fleet figure";
-  EXPECT_EQ(n.figures.size(), 6u) << "two sweeps: tokens/s, p50 step time and final loss each";
+  EXPECT_EQ(n.figures.size(), 7u) << "two sweeps: tokens/s, p50 step time and final loss each; JAX's devices";
+  EXPECT_EQ(n.figures.at("probe jax_devices"), 1);
+  EXPECT_TRUE(n.facts.empty() && n.steady.empty())
+      << "an older results.json: no provenance_fields, no intervals";
   const auto failed_file =
       fs::temp_directory_path() / ("cvs_fleet_failed_" + std::to_string(::getpid()) + ".json");
   std::ofstream(failed_file)
@@ -143,4 +154,115 @@ TEST(Fleet, ANodesFiguresComeFromItsResultsFile) {
   const auto missing = cvs::read_fleet_node("x", "/nonexistent/results.json");
   EXPECT_EQ(missing.status, "");
   EXPECT_NE(missing.failure.find("/nonexistent/results.json"), std::string::npos);
+}
+
+namespace {
+
+// A node's results.json as the suite writes it, with the probe of an 8 x H100 node from captured
+// nvidia-smi output (tests/data/gpu_probe: the GPU side is a boundary that cannot exist here).
+nlohmann::json h100_node_results(const std::string& name, int drop_gpus, double free_scale,
+                                 const std::string& jax, double steady_tok) {
+  auto probe =
+      cvs::parse_nvidia_smi_csv(cvs::test::read_file(cvs::test::data("gpu_probe/nvidia_smi_h100_8.csv")));
+  probe.devices.resize(probe.devices.size() - drop_gpus);
+  if (!probe.devices.empty()) probe.devices.back().free_gb = *probe.devices.back().free_gb * free_scale;
+  auto pj = nlohmann::json(cvs::to_json(probe));
+  pj["node"] = name;
+  std::string gpus;
+  for (const auto& d : probe.devices) gpus += (gpus.empty() ? "" : ", ") + d.name + " " + d.arch;
+  nlohmann::json r;
+  r["status"] = "PASS";
+  r["provenance"] = {{"nodes", {{{"local_devices", probe.devices.size()}, {"node", name}}}}, {"gpus", {pj}}};
+  r["provenance_fields"] = {
+      {"jax_version", jax}, {"device_kind", "NVIDIA H100 80GB HBM3"}, {"gpus", gpus}, {"cpu_count", 224}};
+  auto& sweep = r["sweeps"]["BS=4"];
+  sweep["metrics"] = {
+      {"tokens_per_sec_per_gpu", steady_tok * 0.98}, {"step_time_p50_ms", 400}, {"final_loss", 2.5}};
+  sweep["steady_state"]["intervals"]["tokens_per_sec_per_gpu"] = {
+      {"estimate", steady_tok}, {"lo", 0}, {"hi", 0}};
+  return r;
+}
+
+std::vector<cvs::FleetNode> read_nodes(const fs::path& dir, const std::vector<nlohmann::json>& results) {
+  std::vector<cvs::FleetNode> nodes;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto file = dir / ("n" + std::to_string(i) + ".json");
+    std::ofstream(file) << results[i].dump();
+    nodes.push_back(cvs::read_fleet_node("n" + std::to_string(i), file));
+  }
+  return nodes;
+}
+
+const cvs::NodeScore& score_of(const cvs::FleetScore& s, const std::string& name) {
+  for (const auto& n : s.nodes)
+    if (n.name == name) return n;
+  throw std::logic_error(name);
+}
+
+}  // namespace
+
+TEST(Fleet, TheProbeNamesANodeMissingAGpuShortOfHbmOrOnAnotherJax) {
+  const auto dir = fs::temp_directory_path() / ("cvs_fleet_probe_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::vector<nlohmann::json> results;
+  for (int i = 0; i < 6; ++i)
+    results.push_back(h100_node_results("n" + std::to_string(i), 0, 1.0, "0.4.35", 10000 + 20 * i));
+  results[3] = h100_node_results("n3", 1, 1.0, "0.4.35", 10030);  // a GPU gone
+  results[4] = h100_node_results("n4", 0, 1.0, "0.4.31", 10050);  // another JAX
+  results[5] = h100_node_results("n5", 0, 0.5, "0.4.35", 10010);  // another job holds half a GPU's HBM
+  const auto nodes = read_nodes(dir, results);
+  EXPECT_EQ(nodes[0].figures.at("probe gpu_count"), 8);
+  EXPECT_EQ(nodes[0].figures.at("probe jax_devices"), 8);
+  EXPECT_EQ(nodes[3].facts.at("jax_version"), "0.4.35");
+  const auto s = cvs::score_fleet(nodes, {});
+  EXPECT_EQ(s.suspects(), (std::vector<std::string>{"n3", "n5", "n4"}))
+      << "worst first: the infinite z-scores";
+  const auto n3 = cvs::fleet_reasons(score_of(s, "n3"));
+  EXPECT_NE(n3.find("probe gpu_count 7 is 12.5 % below the fleet's median 8"), std::string::npos) << n3;
+  EXPECT_NE(n3.find("probe jax_devices 7 is 12.5 % below"), std::string::npos) << n3;
+  EXPECT_NE(n3.find("probe: gpus is 'NVIDIA H100 80GB HBM3 sm_90, "), std::string::npos) << n3;
+  EXPECT_NE(n3.find("where 5 of 6 nodes have"), std::string::npos) << n3;
+  const auto n4 = cvs::fleet_reasons(score_of(s, "n4"));
+  EXPECT_EQ(n4, "probe: jax_version is '0.4.31' where 5 of 6 nodes have '0.4.35'");
+  const auto n5 = cvs::fleet_reasons(score_of(s, "n5"));
+  EXPECT_NE(n5.find("probe hbm_free_gb"), std::string::npos) << n5;
+  EXPECT_NE(n5.find("% below the fleet's median"), std::string::npos) << n5;
+  fs::remove_all(dir);
+}
+
+TEST(Fleet, ACalibratedBaselineScoresTheSteadyStateEvenOfAFleetOfTwo) {
+  const auto dir = fs::temp_directory_path() / ("cvs_fleet_baseline_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto cal = dir / "cal.json";
+  // As cvs calibrate writes it: per sweep and metric, the repeats' median and mad_sigma.
+  std::ofstream(cal) << R"({"BS=4": {"training.tokens_per_sec_per_gpu": {"kind": "min_tok_s", "value": 5555}},
+    "_calibration": {"repeats": 5, "statistics": {"BS=4": {"tokens_per_sec_per_gpu":
+      {"n": 5, "median": 10000, "mad_sigma": 148.26, "median_half_width": 90, "slack": 1.8, "runs": []}}}}})";
+  cvs::FleetPolicy policy;
+  policy.baseline = cvs::read_fleet_baseline(cal);
+  ASSERT_EQ(policy.baseline.size(), 1u);
+  EXPECT_NEAR(policy.baseline.at("BS=4 tokens_per_sec_per_gpu").mad, 100, 1e-9);
+  const auto nodes = read_nodes(
+      dir, {h100_node_results("n0", 0, 1, "0.4.35", 10100), h100_node_results("n1", 0, 1, "0.4.35", 7000)});
+  const auto s = cvs::score_fleet(nodes, policy);
+  EXPECT_TRUE(s.too_small);
+  EXPECT_EQ(s.suspects(), std::vector<std::string>{"n1"});
+  const auto why = cvs::fleet_reasons(s.nodes.front());
+  EXPECT_EQ(
+      why.rfind("BS=4 tokens_per_sec_per_gpu (steady state) 7000 is 30 % below the calibrated baseline's "
+                "median 10000 (modified z -20.235)",
+                0),
+      0u)
+      << why;
+  EXPECT_TRUE(cvs::score_fleet(nodes, {}).suspects().empty()) << "without it, two nodes say nothing";
+  // Not a calibration: exit 2's error, naming the file, the pointer and the fix.
+  std::ofstream(dir / "plain.json") << R"({"BS=4": {}})";
+  try {
+    cvs::read_fleet_baseline(dir / "plain.json");
+    ADD_FAILURE() << "no error";
+  } catch (const cvs::ConfigError& e) {
+    EXPECT_EQ(e.issues().at(0).pointer, "/_calibration/statistics");
+    EXPECT_NE(e.issues().at(0).to_string().find("cvs calibrate"), std::string::npos);
+  }
+  fs::remove_all(dir);
 }

@@ -1,0 +1,143 @@
+// Fleet pairs (lib/cvs/fleet_pairs.hpp): which two-node runs are made, in node-disjoint batches,
+// and which node or link is named, over a simulated fabric (the runner: a step time per pair made
+// from each node's link; the real two-node runs are tests/e2e/fleet_pairs_test.sh's).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "cvs/fleet_pairs.hpp"
+
+namespace {
+
+// A fabric: each node's link adds its delay to a pair's step; a listed pair adds its own; a
+// listed node fails every run it is in. Counts the runs and checks each batch shares no node.
+struct Fabric {
+  std::map<std::string, double> link_ms;
+  std::map<std::set<std::string>, double> pair_ms;
+  std::set<std::string> broken;
+  int runs = 0, batches = 0;
+  cvs::PairRunner runner() {
+    return [this](std::vector<cvs::PairRun>& batch) {
+      ++batches;
+      std::set<std::string> busy;
+      for (auto& p : batch) {
+        EXPECT_TRUE(busy.insert(p.a).second && busy.insert(p.b).second) << "a node twice in one batch";
+        ++runs;
+        if (broken.count(p.a) || broken.count(p.b)) {
+          p.status = "ERROR";
+          p.failure = "test_training_run: the run ended";
+          continue;
+        }
+        p.status = "PASS";
+        p.sweep = "BS=2";
+        p.step_ms = 60 + link_ms[p.a] + link_ms[p.b] + pair_ms[{p.a, p.b}];
+      }
+    };
+  }
+};
+
+std::vector<std::string> names(int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back("n" + std::to_string(i));
+  return v;
+}
+
+std::vector<std::string> suspects(const cvs::PairsResult& r) {
+  std::vector<std::string> v;
+  for (const auto& s : r.suspects) v.push_back(s.first);
+  return v;
+}
+
+}  // namespace
+
+TEST(FleetPairs, AHealthyFabricNeedsOneRoundAndNamesNothing) {
+  Fabric f;
+  for (const auto& n : names(8)) f.link_ms[n] = 1.0 * (n.back() - '0');  // a few % apart
+  const auto r = cvs::localise_links(names(8), f.runner(), 0.25);
+  EXPECT_EQ(f.runs, 4);
+  EXPECT_EQ(f.batches, 1) << "disjoint pairs all at once";
+  EXPECT_TRUE(r.suspects.empty());
+  EXPECT_TRUE(r.slow_links.empty());
+  for (const auto& run : r.runs) EXPECT_FALSE(run.slow);
+}
+
+TEST(FleetPairs, ANodeWithASlowLinkIsNamedWithTheEvidence) {
+  Fabric f;
+  f.link_ms["n3"] = 200;  // its pair (n2, n3) is slow; n2 is fast with a known-good node
+  const auto r = cvs::localise_links(names(4), f.runner(), 0.25);
+  EXPECT_EQ(suspects(r), std::vector<std::string>{"n3"});
+  EXPECT_TRUE(r.slow_links.empty());
+  EXPECT_EQ(f.runs, 4) << "2 pairs, then each node of the slow pair with a known-good one";
+  EXPECT_DOUBLE_EQ(r.reference_ms, 60);
+  const auto& why = r.suspects.front().second;
+  EXPECT_NE(why.find("every two-node run with it was slow"), std::string::npos) << why;
+  EXPECT_NE(why.find("with n2 260 ms a step, 333.333 % above the pairs' reference"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("; with n1 260 ms"), std::string::npos) << "re-paired with a known-good node: " << why;
+}
+
+TEST(FleetPairs, TwoNodesSlowOnlyTogetherAreASlowLinkNotSuspects) {
+  Fabric f;
+  f.pair_ms[{"n4", "n5"}] = 100;  // the cable between them, say
+  const auto r = cvs::localise_links(names(6), f.runner(), 0.25);
+  EXPECT_TRUE(r.suspects.empty());
+  ASSERT_EQ(r.slow_links.size(), 1u);
+  EXPECT_EQ(r.slow_links[0], std::make_pair(std::string("n4"), std::string("n5")));
+}
+
+TEST(FleetPairs, AFailedPairRunIsSlowAndTheBrokenNodeIsNamed) {
+  Fabric f;
+  f.broken = {"n1"};
+  const auto r = cvs::localise_links(names(5), f.runner(), 0.25);  // odd: n4 also with n0
+  EXPECT_EQ(suspects(r), std::vector<std::string>{"n1"});
+  EXPECT_NE(r.suspects[0].second.find("the run ended ERROR (test_training_run: the run ended)"),
+            std::string::npos)
+      << r.suspects[0].second;
+}
+
+TEST(FleetPairs, HalfTheFabricSlowStillHasAReferenceAndRunsAreBounded) {
+  // Up to half of the pairs slow: the reference is the faster half's median, not the slow ones'.
+  for (int n : {4, 7, 16, 33}) {
+    Fabric f;
+    const auto nodes = names(n);
+    for (int i = 1; i < n / 2; i += 2)
+      f.link_ms[nodes[i]] = 300;  // a node of every other pair of the first half
+    const auto r = cvs::localise_links(nodes, f.runner(), 0.25);
+    EXPECT_LE(f.runs, 2 * n) << n << " nodes";
+    std::vector<std::string> want;
+    for (int i = 1; i < n / 2; i += 2) want.push_back(nodes[i]);
+    auto got = suspects(r);
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want) << n << " nodes";
+    EXPECT_LT(r.reference_ms, 100) << n << " nodes";
+  }
+}
+
+TEST(FleetPairs, BatchesShareNoNodeAndKeepTheOrder) {
+  std::vector<cvs::PairRun> pairs;
+  for (const auto& [a, b] :
+       std::vector<std::pair<std::string, std::string>>{{"g", "x"}, {"g", "y"}, {"h", "z"}, {"g", "w"}}) {
+    pairs.emplace_back();
+    pairs.back().a = a;
+    pairs.back().b = b;
+  }
+  const auto b = cvs::disjoint_batches(pairs);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].size(), 2u);  // g+x, h+z
+  EXPECT_EQ(b[0][1].b, "z");
+  EXPECT_EQ(b[1][0].b, "y");
+  EXPECT_EQ(b[2][0].b, "w");
+}
+
+TEST(FleetPairs, TheirSuspectsJoinTheFleetsWorstFirst) {
+  cvs::FleetScore s;
+  s.nodes = {{"a", false, 0, {}}, {"b", false, 0, {}}, {"c", true, 9, {}}};
+  cvs::PairsResult p;
+  p.suspects = {{"b", "pairs: every two-node run with it was slow"}};
+  cvs::apply_pair_findings(s, p);
+  EXPECT_EQ(s.suspects(), (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(s.nodes.back().name, "a");
+  EXPECT_EQ(s.nodes[0].evidence.at(0).figure, "pairs");
+}
