@@ -4,11 +4,13 @@
 //  Round 1: the nodes in pairs, (n0,n1), (n2,n3), ...; an odd last node with n0. The pairs'
 //           reference is the median step time of the faster half of the pairs that ran (robust
 //           to up to half of them slow); a pair is slow when its run failed or its median step
-//           time is more than min_deviation above the reference.
+//           time is more than min_deviation above the reference. A slow run that ran runs once
+//           more and keeps the faster of its two times: a fault persists, a burst of noise from a
+//           neighbour on a shared host does not.
 //  Round 2: each node of a slow pair with a known-good node (one of a fast pair), against the same
 //           reference. A node whose every pair was slow is a suspect (its link); a slow pair whose
 //           two nodes are fast with others is a slow link between the two, reported as such.
-// At most ceil(N/2) + 2 x (slow pairs) <= 2N runs. Runs in one batch share no node (a node is in
+// At most 2 x (ceil(N/2) + 2 x slow pairs) <= 4N runs. Runs in one batch share no node (a node is in
 // one run at a time); the runner runs a batch at once.
 #pragma once
 
@@ -30,6 +32,8 @@ struct PairRun {
   std::string sweep;    // the sweep the figure is from
   double step_ms = std::numeric_limits<double>::quiet_NaN();  // its median step time
   bool slow = false;
+  int tries = 1;  // a slow run that ran is run once more; step_ms is the faster of the two
+  double first_ms = std::numeric_limits<double>::quiet_NaN();  // the first try's, when tried twice
   bool ran() const { return status == "PASS" && step_ms > 0; }
 };
 

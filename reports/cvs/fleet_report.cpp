@@ -78,7 +78,7 @@ std::string pairs_section(const PairsResult& pairs) {
   std::string h = fmt::format(
       "<h2>Pairs: two-node runs</h2><p>Reference: {} ms a step (the median of the faster half of the first "
       "round's pairs); a pair is slow when its run failed or its median step time is more than {} % above "
-      "it. "
+      "it (a slow run runs once more and keeps the faster time). "
       "Slow pairs' nodes ran again with known-good nodes; a node whose every pair was slow is a suspect.</p>"
       "<table><tr><th>round</th><th>nodes</th><th>run</th><th>step p50 (ms)</th><th>vs reference</th></tr>",
       short_number(pairs.reference_ms), short_number(pairs.min_deviation * 100));
@@ -88,7 +88,9 @@ std::string pairs_section(const PairsResult& pairs) {
         html_escape(r.a), html_escape(r.b), html_escape(r.status.empty() ? "no results" : r.status),
         short_number(r.step_ms), r.slow ? "bad" : "ok",
         r.ran()
-            ? fmt::format("{:+.0f} %{}", (r.step_ms / pairs.reference_ms - 1) * 100, r.slow ? ", slow" : "")
+            ? fmt::format(
+                  "{:+.0f} %{}{}", (r.step_ms / pairs.reference_ms - 1) * 100, r.slow ? ", slow" : "",
+                  r.tries > 1 ? ", the faster of 2 tries (first " + short_number(r.first_ms) + " ms)" : "")
             : std::string("failed"));
   h += "</table>";
   for (const auto& [a, b] : pairs.slow_links)

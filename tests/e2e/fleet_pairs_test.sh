@@ -52,7 +52,7 @@ python3 - "$out/slow-link" <<'PY' || { tail -20 "$out/slow-link.log"; fail "slow
 import json, sys, xml.etree.ElementTree as ET
 d = sys.argv[1]
 p = json.load(open(d + "/pairs.json"))
-runs = [("+".join(r["nodes"]), r["round"], r["step_time_p50_ms"], r["slow"]) for r in p["runs"]]
+runs = [("+".join(r["nodes"]), r["round"], r["step_time_p50_ms"], r["slow"], r["tries"]) for r in p["runs"]]
 assert len(runs) == 4 and [r[1] for r in runs] == [1, 1, 2, 2], runs
 assert [r[0] for r in runs if r[3]] == ["ns-c+ns-d", "ns-b+ns-d"], runs  # round 2: ns-a with ns-c, ns-b with ns-d
 sus = dict(l.rstrip("\n").split("\t", 1) for l in open(d + "/suspect_nodes.txt"))
@@ -67,6 +67,7 @@ failed = {tc.get("name") for tc in root.iter("testcase") if tc.find("failure") i
 assert failed == {"node.ns-d"}, failed
 html = open(d + "/fleet.html").read()
 assert "Pairs: two-node runs" in html and html.count("SUSPECT") == 1
-print("slowed link:", "; ".join(f"{n} r{r} {t} ms{' slow' if s else ''}" for n, r, t, s in runs))
+assert all(r[4] == 2 for r in runs if r[3]), runs  # every slow run was run twice
+print("slowed link:", "; ".join(f"{n} r{r} {t} ms{' slow' if s else ''} ({k} tries)" for n, r, t, s, k in runs))
 PY
 echo "PASS"

@@ -16,6 +16,7 @@ struct Fabric {
   std::map<std::string, double> link_ms;
   std::map<std::set<std::string>, double> pair_ms;
   std::set<std::string> broken;
+  std::set<std::string> noisy_once;  // the first run with this node is slowed by a neighbour's burst
   int runs = 0, batches = 0;
   cvs::PairRunner runner() {
     return [this](std::vector<cvs::PairRun>& batch) {
@@ -32,6 +33,8 @@ struct Fabric {
         p.status = "PASS";
         p.sweep = "BS=2";
         p.step_ms = 60 + link_ms[p.a] + link_ms[p.b] + pair_ms[{p.a, p.b}];
+        for (const auto& n : {p.a, p.b})
+          if (noisy_once.erase(n)) p.step_ms += 300;
       }
     };
   }
@@ -68,7 +71,8 @@ TEST(FleetPairs, ANodeWithASlowLinkIsNamedWithTheEvidence) {
   const auto r = cvs::localise_links(names(4), f.runner(), 0.25);
   EXPECT_EQ(suspects(r), std::vector<std::string>{"n3"});
   EXPECT_TRUE(r.slow_links.empty());
-  EXPECT_EQ(f.runs, 4) << "2 pairs, then each node of the slow pair with a known-good one";
+  EXPECT_EQ(f.runs, 6)
+      << "2 pairs, then each node of the slow pair with a known-good one; each slow run twice";
   EXPECT_DOUBLE_EQ(r.reference_ms, 60);
   const auto& why = r.suspects.front().second;
   EXPECT_NE(why.find("every two-node run with it was slow"), std::string::npos) << why;
@@ -104,7 +108,7 @@ TEST(FleetPairs, HalfTheFabricSlowStillHasAReferenceAndRunsAreBounded) {
     for (int i = 1; i < n / 2; i += 2)
       f.link_ms[nodes[i]] = 300;  // a node of every other pair of the first half
     const auto r = cvs::localise_links(nodes, f.runner(), 0.25);
-    EXPECT_LE(f.runs, 2 * n) << n << " nodes";
+    EXPECT_LE(f.runs, 4 * n) << n << " nodes";
     std::vector<std::string> want;
     for (int i = 1; i < n / 2; i += 2) want.push_back(nodes[i]);
     auto got = suspects(r);
@@ -113,6 +117,19 @@ TEST(FleetPairs, HalfTheFabricSlowStillHasAReferenceAndRunsAreBounded) {
     EXPECT_EQ(got, want) << n << " nodes";
     EXPECT_LT(r.reference_ms, 100) << n << " nodes";
   }
+}
+
+TEST(FleetPairs, ABurstOfNoiseIsRunAgainAndForgiven) {
+  Fabric f;
+  f.noisy_once = {"n2"};  // (n2, n3)'s first run is slow; its second is not
+  const auto r = cvs::localise_links(names(4), f.runner(), 0.25);
+  EXPECT_TRUE(r.suspects.empty());
+  EXPECT_EQ(f.runs, 3) << "two pairs, the slow one once more; no round 2";
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[1].tries, 2);
+  EXPECT_EQ(r.runs[1].first_ms, 360);
+  EXPECT_EQ(r.runs[1].step_ms, 60);
+  EXPECT_FALSE(r.runs[1].slow);
 }
 
 TEST(FleetPairs, BatchesShareNoNodeAndKeepTheOrder) {
