@@ -58,29 +58,18 @@ void check_existing_job(const OrderedJson& slurm, const std::vector<std::string>
     c.slurm.existing_job = false;
 }
 
-}  // namespace
-
-Cluster parse_cluster(const std::string& text, const std::filesystem::path& file) {
-  IssueList issues(file.string());
-  OrderedJson root;
-  try {
-    root = OrderedJson::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(file.string(), "", std::string("invalid JSON: ") + e.what(), "fix the JSON syntax");
-  }
-  if (!root.is_object())
-    throw ConfigError(file.string(), "", "a cluster file must be a JSON object", "wrap it in { }");
-  Cluster c;
-  c.file = file;
-  std::string default_transport = "ssh";
+void check_top_keys(const OrderedJson& root, IssueList& issues) {
+  static const std::set<std::string> known = {"nodes", "head",      "transport", "coordinator_address",
+                                              "ssh",   "overrides", "scheduler", "slurm"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const auto& k = it.key();
-    if (!k.empty() && k[0] == '_') continue;
-    if (k != "nodes" && k != "head" && k != "transport" && k != "coordinator_address" && k != "ssh" &&
-        k != "overrides" && k != "scheduler" && k != "slurm")
+    if (!k.empty() && k[0] != '_' && !known.count(k))
       issues.add("/" + pointer_token(k), "unknown key '" + k + "' in the cluster file",
                  "use nodes, head, transport, coordinator_address, ssh, overrides, scheduler or slurm");
   }
+}
+
+void read_overrides_and_scheduler(const OrderedJson& root, IssueList& issues, Cluster& c) {
   if (auto o = root.find("overrides"); o != root.end()) {
     if (!o->is_object())
       issues.add("/overrides", "overrides must be an object merged onto the suite config",
@@ -95,146 +84,160 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
     else
       c.scheduler = "slurm";
   }
-  if (c.is_slurm()) {
-    std::vector<std::string> nodelist;
-    auto so = root.find("slurm");
-    if (so == root.end() || !so->is_object()) {
-      issues.add("/slurm", "scheduler slurm needs a slurm block",
-                 "add \"slurm\": {\"nodes\": 2, \"partition\": \"gpu\"}");
-    } else {
-      for (auto it = so->begin(); it != so->end(); ++it) {
-        const auto& k = it.key();
-        const std::string p = pointer_join("/slurm", k);
-        if (!k.empty() && k[0] == '_') continue;
-        if (k == "nodes") {
-          if (!it->is_number_integer() || it->get<int>() < 1)
-            issues.add(p, "nodes must be a positive integer", "e.g. 2");
-          else
-            c.slurm.nodes = it->get<int>();
-        } else if (k == "job_id") {
-          if (!it->is_string() || it->get<std::string>().empty() ||
-              it->get<std::string>().find_first_not_of("0123456789") != std::string::npos)
-            issues.add(p, "job_id must be a Slurm job id as a string", "e.g. \"123456\" (squeue --me)");
-          else
-            c.slurm.job_id = it->get<std::string>(), c.slurm.existing_job = true;
-        } else if (k == "nodelist") {
-          bool ok = it->is_array() && !it->empty();
-          if (ok)
-            for (const auto& h : *it) ok = ok && h.is_string() && !h.get<std::string>().empty();
-          if (!ok)
-            issues.add(p, "nodelist must be a non-empty list of host names",
-                       "e.g. [\"gpu01\", \"gpu02\"] (scontrol show hostnames $SLURM_JOB_NODELIST)");
-          else
-            for (const auto& h : *it) nodelist.push_back(h.get<std::string>());
-        } else if (k == "extra_args") {
-          if (!it->is_array())
-            issues.add(p, "extra_args must be a list of strings", "e.g. [\"--exclusive\"]");
-          else
-            for (const auto& a : *it)
-              if (a.is_string()) c.slurm.extra_args.push_back(a.get<std::string>());
-        } else if (k == "partition" || k == "account" || k == "time_limit" || k == "container_image" ||
-                   k == "container_mounts") {
-          if (!it->is_string()) {
-            issues.add(p, k + " must be a string", "quote the value");
-            continue;
-          }
-          const auto v = it->get<std::string>();
-          if (k == "partition") c.slurm.partition = v;
-          if (k == "account") c.slurm.account = v;
-          if (k == "time_limit") c.slurm.time_limit = v;
-          if (k == "container_image") c.slurm.container_image = v;
-          if (k == "container_mounts") c.slurm.container_mounts = v;
-        } else {
-          issues.add(p, "unknown slurm key '" + k + "'",
-                     "use nodes, partition, account, time_limit, extra_args, container_image, "
-                     "container_mounts, job_id "
-                     "or nodelist");
-        }
-      }
-      check_existing_job(*so, nodelist, issues, c);
-    }
-    if (root.contains("nodes"))
-      issues.add("/nodes", "with scheduler slurm the nodes come from the allocation",
-                 "remove nodes; set slurm.nodes");
-    // Placeholders until the allocation names the hosts (rank order = SLURM_JOB_NODELIST order);
-    // an existing job's hosts as they are listed.
-    for (int i = 0; i < c.slurm.nodes; ++i) {
-      Node n;
-      n.name = c.slurm.existing_job ? nodelist[i] : "slurm-node-" + std::to_string(i);
-      n.host = c.slurm.existing_job ? nodelist[i] : "(not allocated)";
-      n.transport = "slurm";
-      c.nodes.push_back(n);
-    }
-    issues.throw_if_any();
-    return c;
+}
+
+std::string* slurm_string(SlurmOptions& s, const std::string& k) {
+  if (k == "partition") return &s.partition;
+  if (k == "account") return &s.account;
+  if (k == "time_limit") return &s.time_limit;
+  if (k == "container_image") return &s.container_image;
+  if (k == "container_mounts") return &s.container_mounts;
+  return nullptr;
+}
+
+// One key of the slurm block.
+void read_slurm_key(const std::string& k, const OrderedJson& v, IssueList& issues, Cluster& c,
+                    std::vector<std::string>& nodelist) {
+  const std::string p = pointer_join("/slurm", k);
+  if (k == "nodes") {
+    if (!v.is_number_integer() || v.get<int>() < 1)
+      issues.add(p, "nodes must be a positive integer", "e.g. 2");
+    else
+      c.slurm.nodes = v.get<int>();
+  } else if (k == "job_id") {
+    if (!v.is_string() || v.get<std::string>().empty() ||
+        v.get<std::string>().find_first_not_of("0123456789") != std::string::npos)
+      issues.add(p, "job_id must be a Slurm job id as a string", "e.g. \"123456\" (squeue --me)");
+    else
+      c.slurm.job_id = v.get<std::string>(), c.slurm.existing_job = true;
+  } else if (k == "nodelist" || k == "extra_args") {
+    bool ok = v.is_array() && (k == "extra_args" || !v.empty());
+    for (const auto& h : ok ? v : OrderedJson::array())
+      ok = ok && h.is_string() && !h.get<std::string>().empty();
+    if (!ok)
+      issues.add(p,
+                 k == "nodelist" ? "nodelist must be a non-empty list of host names"
+                                 : "extra_args must be a list of strings",
+                 k == "nodelist" ? "e.g. [\"gpu01\", \"gpu02\"] (scontrol show hostnames $SLURM_JOB_NODELIST)"
+                                 : "e.g. [\"--exclusive\"]");
+    else
+      for (const auto& h : v)
+        (k == "nodelist" ? nodelist : c.slurm.extra_args).push_back(h.get<std::string>());
+  } else if (auto* field = slurm_string(c.slurm, k)) {
+    if (!v.is_string()) return issues.add(p, k + " must be a string", "quote the value");
+    *field = v.get<std::string>();
+  } else {
+    issues.add(p, "unknown slurm key '" + k + "'",
+               "use nodes, partition, account, time_limit, extra_args, container_image, container_mounts, "
+               "job_id or nodelist");
   }
+}
+
+// scheduler slurm: the slurm block, and the nodes: placeholders until the allocation names the
+// hosts (rank order = SLURM_JOB_NODELIST order), or an existing job's hosts as they are listed.
+void read_slurm(const OrderedJson& root, IssueList& issues, Cluster& c) {
+  std::vector<std::string> nodelist;
+  auto so = root.find("slurm");
+  if (so == root.end() || !so->is_object()) {
+    issues.add("/slurm", "scheduler slurm needs a slurm block",
+               "add \"slurm\": {\"nodes\": 2, \"partition\": \"gpu\"}");
+  } else {
+    for (auto it = so->begin(); it != so->end(); ++it)
+      if (it.key().empty() || it.key()[0] != '_') read_slurm_key(it.key(), *it, issues, c, nodelist);
+    check_existing_job(*so, nodelist, issues, c);
+  }
+  if (root.contains("nodes"))
+    issues.add("/nodes", "with scheduler slurm the nodes come from the allocation",
+               "remove nodes; set slurm.nodes");
+  for (int i = 0; i < c.slurm.nodes; ++i) {
+    Node n;
+    n.name = c.slurm.existing_job ? nodelist[i] : "slurm-node-" + std::to_string(i);
+    n.host = c.slurm.existing_job ? nodelist[i] : "(not allocated)";
+    n.transport = "slurm";
+    c.nodes.push_back(n);
+  }
+}
+
+std::string* node_string(Node& n, const std::string& k) {
+  if (k == "name") return &n.name;
+  if (k == "host") return &n.host;
+  if (k == "user") return &n.user;
+  if (k == "ssh_key") return &n.ssh_key;
+  if (k == "transport") return &n.transport;
+  return nullptr;
+}
+
+void check_node(const Node& node, const std::string& p, IssueList& issues) {
+  if (node.host.empty())
+    issues.add(pointer_join(p, "host"), "host is empty", "set the node's host name or address");
+  if (node.transport != "ssh" && node.transport != "local")
+    issues.add(pointer_join(p, "transport"), "transport must be ssh or local", "set \"transport\": \"ssh\"");
+  if (node.transport == "local" && !is_loopback_address(node.host))
+    issues.add(pointer_join(p, "transport"), "transport local on host '" + node.host + "' (not this machine)",
+               "use transport ssh for remote hosts");
+}
+
+// One entry of "nodes": a host name, or an object of name, host, user, ssh_key, port, transport.
+std::optional<Node> read_node(const OrderedJson& n, const std::string& p, const std::string& transport,
+                              IssueList& issues) {
+  Node node;
+  node.transport = transport;
+  if (n.is_string()) {
+    node.host = n.get<std::string>();
+  } else if (!n.is_object()) {
+    issues.add(p, "a node must be a host name or an object",
+               "write \"gpu-node-01\" or {\"host\": \"gpu-node-01\"}");
+    return std::nullopt;
+  }
+  for (auto it = n.is_object() ? n.begin() : n.end(); it != n.end(); ++it) {
+    const auto& k = it.key();
+    if (!k.empty() && k[0] == '_') continue;
+    if (k == "port") {
+      if (!it->is_number_integer() || it->get<int>() < 1 || it->get<int>() > 65535)
+        issues.add(pointer_join(p, k), "port must be an integer 1..65535", "e.g. 22");
+      else
+        node.port = it->get<int>();
+    } else if (!node_string(node, k)) {
+      issues.add(pointer_join(p, k), "unknown node key '" + k + "'",
+                 "use name, host, user, ssh_key, port or transport");
+    } else if (!it->is_string()) {
+      issues.add(pointer_join(p, k), "'" + k + "' must be a string", "quote the value");
+    } else {
+      *node_string(node, k) = it->get<std::string>();
+    }
+  }
+  check_node(node, p, issues);
+  if (node.name.empty()) node.name = node.host;
+  return node;
+}
+
+void read_nodes(const OrderedJson& root, IssueList& issues, Cluster& c) {
+  std::string transport = "ssh";
   if (auto t = root.find("transport"); t != root.end()) {
     if (!t->is_string() || (*t != "ssh" && *t != "local"))
       issues.add("/transport", "transport must be \"ssh\" or \"local\"", "set \"transport\": \"ssh\"");
     else
-      default_transport = t->get<std::string>();
+      transport = t->get<std::string>();
   }
   auto nodes = root.find("nodes");
-  if (nodes == root.end() || !nodes->is_array() || nodes->empty()) {
-    issues.add("/nodes", "nodes must be a non-empty list",
-               "list the nodes, e.g. [{\"host\": \"gpu-node-01\"}]");
-  } else {
-    std::set<std::string> names;
-    for (std::size_t i = 0; i < nodes->size(); ++i) {
-      const auto& n = (*nodes)[i];
-      const std::string p = pointer_join("/nodes", i);
-      Node node;
-      node.transport = default_transport;
-      if (n.is_string()) {
-        node.host = n.get<std::string>();
-      } else if (n.is_object()) {
-        for (auto it = n.begin(); it != n.end(); ++it) {
-          const auto& k = it.key();
-          if (!k.empty() && k[0] == '_') continue;
-          if (k == "port") {
-            if (!it->is_number_integer() || it->get<int>() < 1 || it->get<int>() > 65535)
-              issues.add(pointer_join(p, k), "port must be an integer 1..65535", "e.g. 22");
-            else
-              node.port = it->get<int>();
-            continue;
-          }
-          if (k != "name" && k != "host" && k != "user" && k != "ssh_key" && k != "transport") {
-            issues.add(pointer_join(p, k), "unknown node key '" + k + "'",
-                       "use name, host, user, ssh_key, port or transport");
-            continue;
-          }
-          if (!it->is_string()) {
-            issues.add(pointer_join(p, k), "'" + k + "' must be a string", "quote the value");
-            continue;
-          }
-          const auto v = it->get<std::string>();
-          if (k == "name") node.name = v;
-          if (k == "host") node.host = v;
-          if (k == "user") node.user = v;
-          if (k == "ssh_key") node.ssh_key = v;
-          if (k == "transport") node.transport = v;
-        }
-      } else {
-        issues.add(p, "a node must be a host name or an object",
-                   "write \"gpu-node-01\" or {\"host\": \"gpu-node-01\"}");
-        continue;
-      }
-      if (node.host.empty())
-        issues.add(pointer_join(p, "host"), "host is empty", "set the node's host name or address");
-      if (node.transport != "ssh" && node.transport != "local")
-        issues.add(pointer_join(p, "transport"), "transport must be ssh or local",
-                   "set \"transport\": \"ssh\"");
-      if (node.transport == "local" && !is_loopback_address(node.host))
-        issues.add(pointer_join(p, "transport"),
-                   "transport local on host '" + node.host + "' (not this machine)",
-                   "use transport ssh for remote hosts");
-      if (node.name.empty()) node.name = node.host;
-      if (!names.insert(node.name).second)
-        issues.add(pointer_join(p, "name"), "node name '" + node.name + "' is used twice",
-                   "give each node a unique name (several nodes on one host need explicit names)");
-      c.nodes.push_back(node);
-    }
+  if (nodes == root.end() || !nodes->is_array() || nodes->empty())
+    return issues.add("/nodes", "nodes must be a non-empty list",
+                      "list the nodes, e.g. [{\"host\": \"gpu-node-01\"}]");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < nodes->size(); ++i) {
+    const std::string p = pointer_join("/nodes", i);
+    auto node = read_node((*nodes)[i], p, transport, issues);
+    if (!node) continue;
+    if (!names.insert(node->name).second)
+      issues.add(pointer_join(p, "name"), "node name '" + node->name + "' is used twice",
+                 "give each node a unique name (several nodes on one host need explicit names)");
+    c.nodes.push_back(*node);
   }
+}
+
+// Head, rank 0 (JAX_PROCESS_INDEX 0 hosts JAX's coordinator), the coordinator address and the
+// metrics source are one node: the head moves to the front, the others keep their order.
+void read_head(const OrderedJson& root, IssueList& issues, Cluster& c) {
   if (auto h = root.find("head"); h != root.end()) {
     bool found = false;
     if (h->is_string())
@@ -246,50 +249,84 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
     if (!found)
       issues.add("/head", "head " + h->dump() + " is not the name of a node", "name one of the nodes");
   }
-  // Head, rank 0 (JAX_PROCESS_INDEX 0 hosts JAX's coordinator), the coordinator address and the
-  // metrics source are one node: the head moves to the front, the others keep their order.
   if (c.head != 0 && c.head < c.nodes.size()) {
     std::rotate(c.nodes.begin(), c.nodes.begin() + static_cast<std::ptrdiff_t>(c.head),
                 c.nodes.begin() + static_cast<std::ptrdiff_t>(c.head) + 1);
     c.head = 0;
   }
-  if (auto s = root.find("ssh"); s != root.end()) {
-    if (!s->is_object()) {
-      issues.add("/ssh", "ssh must be an object", "write {\"connect_timeout_s\": 10}");
-    } else {
-      for (auto it = s->begin(); it != s->end(); ++it) {
-        const std::string p = pointer_join("/ssh", it.key());
-        if (it.key() == "connect_timeout_s" || it.key() == "control_persist_s") {
-          if (!it->is_number_integer() || it->get<int>() < 1) {
-            issues.add(p, it.key() + " must be a positive integer", "e.g. 10");
-            continue;
-          }
-          (it.key() == "connect_timeout_s" ? c.ssh.connect_timeout_s : c.ssh.control_persist_s) =
-              it->get<int>();
-        } else if (it.key() == "control_dir" && it->is_string()) {
-          c.ssh.control_dir = it->get<std::string>();
-        } else if (it.key() == "options" && it->is_array()) {
-          for (const auto& o : *it)
-            if (o.is_string()) c.ssh.extra_options.push_back(o.get<std::string>());
-        } else if (!it.key().empty() && it.key()[0] != '_') {
-          issues.add(p, "unknown ssh key '" + it.key() + "'",
-                     "use connect_timeout_s, control_persist_s, control_dir or options");
-        }
+  if (c.nodes.empty()) return;
+  if (auto a = root.find("coordinator_address"); a != root.end() && a->is_string())
+    c.coordinator_address = a->get<std::string>();
+  else
+    c.coordinator_address = c.head_node().host;
+  bool any_remote = false;
+  for (const auto& n : c.nodes) any_remote |= !is_loopback_address(n.host);
+  if (any_remote && is_loopback_address(c.coordinator_address))
+    issues.add(root.contains("coordinator_address") ? "/coordinator_address" : "/head",
+               "coordinator address '" + c.coordinator_address +
+                   "' is a loopback address but nodes run on other hosts: they would never rendezvous",
+               "set coordinator_address to an address of the head node that every node can reach");
+}
+
+void read_ssh(const OrderedJson& root, IssueList& issues, Cluster& c) {
+  auto s = root.find("ssh");
+  if (s == root.end()) return;
+  if (!s->is_object())
+    return issues.add("/ssh", "ssh must be an object", "write {\"connect_timeout_s\": 10}");
+  for (auto it = s->begin(); it != s->end(); ++it) {
+    const auto& k = it.key();
+    const std::string p = pointer_join("/ssh", k);
+    if (k == "connect_timeout_s" || k == "control_persist_s") {
+      if (!it->is_number_integer() || it->get<int>() < 1)
+        issues.add(p, k + " must be a positive integer", "e.g. 10");
+      else
+        (k == "connect_timeout_s" ? c.ssh.connect_timeout_s : c.ssh.control_persist_s) = it->get<int>();
+    } else if (k == "control_dir") {
+      if (!it->is_string())
+        issues.add(p, "control_dir must be a string (a folder for ssh's ControlMaster sockets)",
+                   "quote the path");
+      else
+        c.ssh.control_dir = it->get<std::string>();
+    } else if (k == "options") {
+      if (!it->is_array()) {
+        issues.add(p, "options must be a list of ssh -o values",
+                   "e.g. [\"StrictHostKeyChecking=accept-new\"]");
+        continue;
       }
+      for (std::size_t i = 0; i < it->size(); ++i)
+        if (!(*it)[i].is_string())
+          issues.add(pointer_join(p, i), "an ssh option must be a string", "e.g. \"ProxyJump=bastion\"");
+        else
+          c.ssh.extra_options.push_back((*it)[i].get<std::string>());
+    } else if (!k.empty() && k[0] != '_') {
+      issues.add(p, "unknown ssh key '" + k + "'",
+                 "use connect_timeout_s, control_persist_s, control_dir or options");
     }
   }
-  if (!c.nodes.empty()) {
-    if (auto a = root.find("coordinator_address"); a != root.end() && a->is_string())
-      c.coordinator_address = a->get<std::string>();
-    else
-      c.coordinator_address = c.head_node().host;
-    bool any_remote = false;
-    for (const auto& n : c.nodes) any_remote |= !is_loopback_address(n.host);
-    if (any_remote && is_loopback_address(c.coordinator_address))
-      issues.add(root.contains("coordinator_address") ? "/coordinator_address" : "/head",
-                 "coordinator address '" + c.coordinator_address +
-                     "' is a loopback address but nodes run on other hosts: they would never rendezvous",
-                 "set coordinator_address to an address of the head node that every node can reach");
+}
+
+}  // namespace
+
+Cluster parse_cluster(const std::string& text, const std::filesystem::path& file) {
+  IssueList issues(file.string());
+  OrderedJson root;
+  try {
+    root = OrderedJson::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(file.string(), "", std::string("invalid JSON: ") + e.what(), "fix the JSON syntax");
+  }
+  if (!root.is_object())
+    throw ConfigError(file.string(), "", "a cluster file must be a JSON object", "wrap it in { }");
+  Cluster c;
+  c.file = file;
+  check_top_keys(root, issues);
+  read_overrides_and_scheduler(root, issues, c);
+  if (c.is_slurm()) {
+    read_slurm(root, issues, c);
+  } else {
+    read_nodes(root, issues, c);
+    read_head(root, issues, c);
+    read_ssh(root, issues, c);
   }
   issues.throw_if_any();
   return c;

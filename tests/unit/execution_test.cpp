@@ -194,6 +194,13 @@ TEST(Cluster, ErrorsCarryPointers) {
       issues_of(R"({"nodes": ["gpu-01", "gpu-02"], "coordinator_address": "127.0.0.1"})"),
       "/coordinator_address", "never rendezvous"));
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "nodez": 1})"), "/nodez", "unknown key"));
+  // A mistyped ssh block says what is wrong with the value, never "unknown key" or nothing.
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "ssh": {"options": "ProxyJump=b"}})"),
+                                   "/ssh/options", "must be a list"));
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "ssh": {"options": ["A=b", 3]}})"),
+                                   "/ssh/options/1", "must be a string"));
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "ssh": {"control_dir": 5}})"), "/ssh/control_dir",
+                                   "must be a string"));
 }
 
 TEST(Cluster, SlurmSchedulerRulesAndSrunArgv) {
