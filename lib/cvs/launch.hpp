@@ -134,6 +134,8 @@ class Launcher {
   std::string run_dir(const std::string& run_name) const;
 
  private:
+  class RunMonitor;  // one run: its nodes' trackers, streams and verdict (launch.cpp)
+
   // Slurm: salloc --no-shell, then the hosts of SLURM_JOB_NODELIST (rank order) become the nodes
   // and the first is the coordinator. Returns problems.
   std::vector<std::string> allocate();
