@@ -63,6 +63,15 @@ void check_step_series(const std::vector<StepRecord>& steps, const std::string& 
       throw MetricsError(order_problem(source, steps[i - 1].step, steps[i].step));
 }
 
+PercentileRank percentile_rank(std::size_t n, double pct) {
+  const double rank = pct / 100.0 * static_cast<double>(n - 1);
+  PercentileRank r;
+  r.lo = static_cast<std::size_t>(std::floor(rank));
+  r.hi = static_cast<std::size_t>(std::ceil(rank));
+  r.frac = rank - static_cast<double>(r.lo);
+  return r;
+}
+
 std::vector<double> percentiles_in_place(std::vector<double>& v, const std::vector<double>& pcts) {
   std::vector<double> out;
   // The same values as sorting and interpolating between ranks lo and hi, in linear time: the
@@ -74,15 +83,13 @@ std::vector<double> percentiles_in_place(std::vector<double>& v, const std::vect
       out.push_back(std::nan(""));
       continue;
     }
-    const double rank = pct / 100.0 * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(rank));
-    const auto hi = static_cast<std::size_t>(std::ceil(rank));
-    if (lo < from) from = 0;  // not ascending: select among all again
-    std::nth_element(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(lo), v.end());
-    const double a = v[lo];
-    const double b = hi == lo ? a : *std::min_element(v.begin() + static_cast<long>(lo) + 1, v.end());
-    out.push_back(a + (b - a) * (rank - static_cast<double>(lo)));
-    from = lo;
+    const auto r = percentile_rank(v.size(), pct);
+    if (r.lo < from) from = 0;  // not ascending: select among all again
+    std::nth_element(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(r.lo), v.end());
+    const double a = v[r.lo];
+    const double b = r.hi == r.lo ? a : *std::min_element(v.begin() + static_cast<long>(r.lo) + 1, v.end());
+    out.push_back(r.at(a, b));
+    from = r.lo;
   }
   return out;
 }
@@ -237,13 +244,10 @@ void StepSeries::speed_metrics(RunMetrics& m) {
       at = e;
     }
     if (at < timed_.size()) keep.emplace_back(at, timed_.size());
-    const auto n = static_cast<double>(speed_n_ - 1);
-    const double r50 = 0.5 * n, r95 = 0.95 * n;
-    const auto v = timed_.seconds().order_statistics(
-        keep, {static_cast<std::size_t>(std::floor(r50)), static_cast<std::size_t>(std::ceil(r50)),
-               static_cast<std::size_t>(std::floor(r95)), static_cast<std::size_t>(std::ceil(r95))});
-    p50 = v[0] + (v[1] - v[0]) * (r50 - std::floor(r50));
-    p95 = v[2] + (v[3] - v[2]) * (r95 - std::floor(r95));
+    const auto r50 = percentile_rank(speed_n_, 50), r95 = percentile_rank(speed_n_, 95);
+    const auto v = timed_.seconds().order_statistics(keep, {r50.lo, r50.hi, r95.lo, r95.hi});
+    p50 = r50.at(v[0], v[1]);
+    p95 = r95.at(v[2], v[3]);
   }
   set("step_time_p50_ms", p50 * 1000.0);
   set("step_time_p95_ms", p95 * 1000.0);

@@ -145,6 +145,17 @@ class StepSeries {
   double before_recent_ = 0;                       // the seconds of the steps before them
 };
 
+// The one definition of a percentile here: over n sorted values, rank = pct/100 x (n - 1), and
+// the value interpolated linearly between the values at floor(rank) and ceil(rank). Every
+// percentile (of a vector, a column, a histogram of resamples) reads its two order statistics
+// and calls at().
+struct PercentileRank {
+  std::size_t lo = 0, hi = 0;
+  double frac = 0;
+  double at(double lo_value, double hi_value) const { return lo_value + (hi_value - lo_value) * frac; }
+};
+PercentileRank percentile_rank(std::size_t n, double pct);  // n >= 1
+
 // Helpers shared with reports.
 double percentile(std::vector<double> v, double pct);            // linear interpolation, pct in [0,100]
 double percentile_in_place(std::vector<double>& v, double pct);  // the same; reorders v

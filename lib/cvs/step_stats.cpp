@@ -171,12 +171,9 @@ double percentile_of(const std::vector<double>& x, double pct) {
 
 double percentile_of(const ColumnSlice& x, double pct) {
   if (x.n == 0) return std::nan("");
-  const double rank = pct / 100.0 * static_cast<double>(x.n - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(rank));
-  const auto hi = static_cast<std::size_t>(std::ceil(rank));
-  const auto v = x.c->order_statistics({{x.from, x.from + x.n}}, {lo, hi});
-  const double a = v[0] * x.mul, b = v[1] * x.mul;
-  return a + (b - a) * (rank - static_cast<double>(lo));
+  const auto r = percentile_rank(x.n, pct);
+  const auto v = x.c->order_statistics({{x.from, x.from + x.n}}, {r.lo, r.hi});
+  return r.at(v[0] * x.mul, v[1] * x.mul);
 }
 
 // The distinct values of a column slice of 1- or 2-byte counts, in order, and each code's rank
@@ -201,15 +198,12 @@ struct DenseCodes {
 
   // percentile() of the m values counted in hist.
   double percentile(const std::vector<std::size_t>& hist, std::size_t m, double pct) const {
-    const double rank_f = pct / 100.0 * static_cast<double>(m - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(rank_f));
-    const auto hi = static_cast<std::size_t>(std::ceil(rank_f));
+    const auto r = percentile_rank(m, pct);
     std::size_t d = 0, below = hist[0];
-    while (below <= lo) below += hist[++d];
+    while (below <= r.lo) below += hist[++d];
     const double a = values[d];
-    while (below <= hi) below += hist[++d];
-    const double b = values[d];
-    return a + (b - a) * (rank_f - static_cast<double>(lo));
+    while (below <= r.hi) below += hist[++d];
+    return r.at(a, values[d]);
   }
 };
 
