@@ -16,6 +16,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
@@ -159,7 +161,7 @@ std::vector<cvs::FleetNode> run_nodes(const FleetOptions& o, const cvs::Cluster&
   }
   spdlog::info("fleet: {} node(s), {} at once; each node's run in {}/nodes/<node>", reqs.size(),
                o.max_parallel ? std::min(o.max_parallel, reqs.size()) : reqs.size(), o.output.string());
-  const auto results = cvs::run_all(reqs, o.max_parallel ? o.max_parallel : reqs.size());
+  const auto results = cvs::run_all(reqs, o.max_parallel ? o.max_parallel : reqs.size(), &cvs::g_interrupted);
   std::vector<cvs::FleetNode> nodes;
   for (std::size_t i = 0; i < results.size(); ++i) {
     std::ofstream(dirs[i] / "suite.log") << results[i].out << results[i].err;
@@ -220,7 +222,8 @@ cvs::PairsResult run_pairs(const FleetOptions& o, const cvs::Cluster& cluster,
                      (std::to_string(p.round) + "-" + folder_name(p.a) + "+" + folder_name(p.b)));
       reqs.push_back(pair_request(o, cluster, p, i, dirs.back()));
     }
-    const auto results = cvs::run_all(reqs, o.max_parallel ? o.max_parallel : reqs.size());
+    const auto results =
+        cvs::run_all(reqs, o.max_parallel ? o.max_parallel : reqs.size(), &cvs::g_interrupted);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       auto& p = batch[i];
       std::ofstream(dirs[i] / "suite.log") << results[i].out << results[i].err;
@@ -288,12 +291,20 @@ int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
   std::optional<cvs::PairsResult> pairs;
   if (!o.pairs_config.empty()) {
     const auto healthy = score.healthy();
-    if (healthy.size() < 2)
+    if (cvs::g_interrupted.load())
+      spdlog::warn("fleet pairs: interrupted (Ctrl-C): no pair runs");
+    else if (healthy.size() < 2)
       spdlog::warn("fleet pairs: {} healthy node(s): no pair to run", healthy.size());
     else {
       pairs = run_pairs(o, cluster, healthy);
-      cvs::apply_pair_findings(score, *pairs);
       write_pairs_outputs(o.output, *pairs);
+      if (cvs::g_interrupted.load()) {  // runs cut short or never started say nothing of a link
+        spdlog::warn(
+            "fleet pairs: interrupted (Ctrl-C): their findings are not counted (pairs.json has the runs)");
+        pairs.reset();
+      } else {
+        cvs::apply_pair_findings(score, *pairs);
+      }
     }
   }
   allocation.release();  // the healthy cluster file asks for a new allocation of the healthy hosts
@@ -340,5 +351,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   fs::create_directories(o.output);
+  // Ctrl-C: passed on to every node's (and pair's) run, each in a process group of its own
+  // (run_all), which stops its training and ends ERROR; the fleet then scores what it has,
+  // releases a Slurm allocation and writes its outputs.
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { cvs::g_interrupted.store(true); };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
   return run_fleet(o, cluster);
 }

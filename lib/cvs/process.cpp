@@ -12,6 +12,7 @@
 #include <boost/process/extend.hpp>
 #include <deque>
 #include <memory>
+#include <set>
 
 namespace bp = boost::process;
 namespace asio = boost::asio;
@@ -89,16 +90,39 @@ struct Slot {
 
 class Runner {
  public:
-  Runner(const std::vector<ProcRequest>& reqs, std::vector<ProcResult>& results, std::size_t max_in_flight)
-      : reqs_(reqs), results_(results), max_(std::max<std::size_t>(1, max_in_flight)) {}
+  Runner(const std::vector<ProcRequest>& reqs, std::vector<ProcResult>& results, std::size_t max_in_flight,
+         const std::atomic<bool>* interrupt)
+      : reqs_(reqs),
+        results_(results),
+        max_(std::max<std::size_t>(1, max_in_flight)),
+        interrupt_(interrupt),
+        watch_(io_) {}
 
   void run() {
     for (std::size_t i = 0; i < reqs_.size(); ++i) queue_.push_back(i);
+    watch();  // a flag set already starts nothing
     pump();
     io_.run();
   }
 
  private:
+  // Interrupted: SIGINT to every running child's group (once), and nothing more is started.
+  void watch() {
+    if (!interrupt_ || forwarded_ || (in_flight_ == 0 && queue_.empty())) return;
+    if (interrupt_->load()) {
+      forwarded_ = true;
+      for (const auto& slot : running_)
+        if (slot->child && slot->child->id() > 1) ::kill(-slot->child->id(), SIGINT);
+      for (auto i : queue_) results_[i].spawn_error = "not started: interrupted";
+      queue_.clear();
+      return;
+    }
+    watch_.expires_after(std::chrono::milliseconds(100));
+    watch_.async_wait([this](const boost::system::error_code& e) {
+      if (!e) watch();
+    });
+  }
+
   void pump() {
     while (in_flight_ < max_ && !queue_.empty()) {
       const std::size_t i = queue_.front();
@@ -134,6 +158,7 @@ class Runner {
       return;
     }
     ++in_flight_;
+    running_.insert(slot);
     read(slot, slot->out, slot->obuf, slot->result.out);
     read(slot, slot->err, slot->ebuf, slot->result.err);
     slot->timer.expires_after(req.timeout);
@@ -174,6 +199,7 @@ class Runner {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - slot->start).count();
     if (slot->result.timed_out) slot->result.exit_code = -1;
     --in_flight_;
+    running_.erase(slot);
     // Not pump() here: done() may run inside Boost.Process's SIGCHLD handler (on_exit), which
     // walks its list of waiters; a child started now would add to that list mid-walk (a heap
     // corruption valgrind shows when more requests than max_in_flight queue up).
@@ -186,6 +212,10 @@ class Runner {
   std::size_t max_;
   std::size_t in_flight_ = 0;
   std::deque<std::size_t> queue_;
+  const std::atomic<bool>* interrupt_;
+  bool forwarded_ = false;
+  asio::steady_timer watch_;
+  std::set<std::shared_ptr<Slot>> running_;
 };
 
 }  // namespace
@@ -201,9 +231,10 @@ std::string find_program(const std::vector<std::string>& argv, std::string& erro
   return exe.string();
 }
 
-std::vector<ProcResult> run_all(const std::vector<ProcRequest>& requests, std::size_t max_in_flight) {
+std::vector<ProcResult> run_all(const std::vector<ProcRequest>& requests, std::size_t max_in_flight,
+                                const std::atomic<bool>* interrupt) {
   std::vector<ProcResult> results(requests.size());
-  Runner(requests, results, max_in_flight).run();
+  Runner(requests, results, max_in_flight, interrupt).run();
   return results;
 }
 

@@ -2,6 +2,7 @@
 // its own stdout/stderr/exit code and a hard timeout. Argument vectors only: no shell.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <string>
@@ -36,7 +37,10 @@ std::string find_program(const std::vector<std::string>& argv, std::string& erro
 
 // Runs every request concurrently (at most max_in_flight at once) and returns results in
 // request order. Never throws for a failing command: failures are data in ProcResult.
-std::vector<ProcResult> run_all(const std::vector<ProcRequest>& requests, std::size_t max_in_flight = 256);
+// interrupt: when it becomes true (a Ctrl-C), every running child's process group gets SIGINT
+// once and the requests not started yet are not (spawn_error "not started: interrupted").
+std::vector<ProcResult> run_all(const std::vector<ProcRequest>& requests, std::size_t max_in_flight = 256,
+                                const std::atomic<bool>* interrupt = nullptr);
 ProcResult run_one(const ProcRequest& request);
 
 // Raises the soft open-files limit to the hard limit (fan-out to many nodes needs descriptors).

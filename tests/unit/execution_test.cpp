@@ -199,8 +199,8 @@ TEST(Cluster, ErrorsCarryPointers) {
                                    "/ssh/options", "must be a list"));
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "ssh": {"options": ["A=b", 3]}})"),
                                    "/ssh/options/1", "must be a string"));
-  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "ssh": {"control_dir": 5}})"), "/ssh/control_dir",
-                                   "must be a string"));
+  EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "ssh": {"control_dir": 5}})"),
+                                   "/ssh/control_dir", "must be a string"));
 }
 
 TEST(Cluster, SlurmSchedulerRulesAndSrunArgv) {
@@ -341,6 +341,35 @@ TEST(Process, MoreRequestsThanSlotsAllRunWithTheirOwnResults) {
     EXPECT_EQ(rs[i].exit_code, i % 7) << i;
     EXPECT_EQ(rs[i].out, std::to_string(i) + "\n") << i;
   }
+}
+
+TEST(Process, AnInterruptReachesEveryRunningChildsGroupAndStartsNoMore) {
+  // Each child leads its own process group (a terminal's Ctrl-C spares it): the caller's flag is
+  // what forwards a Ctrl-C. A child that traps INT says so; one that does not dies of it.
+  std::vector<cvs::ProcRequest> reqs = {
+      {{"sh", "-c", "trap 'echo got INT; kill $!; exit 3' INT; sleep 30 & wait"},
+       std::chrono::seconds(60),
+       "trapping"},
+      {{"sleep", "30"}, std::chrono::seconds(60), "plain"},
+      {{"sleep", "30"}, std::chrono::seconds(60), "queued"}};
+  std::atomic<bool> interrupt{false};
+  std::thread ctrl_c([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    interrupt = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto rs = cvs::run_all(reqs, 2, &interrupt);
+  ctrl_c.join();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  EXPECT_EQ(rs[0].exit_code, 3);
+  EXPECT_EQ(rs[0].out, "got INT\n");
+  EXPECT_FALSE(rs[1].ok());
+  EXPECT_FALSE(rs[1].timed_out);
+  EXPECT_EQ(rs[2].spawn_error, "not started: interrupted");
+  // No flag, or one never set: as before.
+  EXPECT_EQ(cvs::run_all({{{"true"}, std::chrono::seconds(5), "t"}}, 2, &interrupt)[0].spawn_error,
+            "not started: interrupted")
+      << "a flag already set starts nothing";
 }
 
 TEST(Process, TimeoutKillsAndIsReported) {
