@@ -85,6 +85,111 @@ std::string unit(ThresholdKind k) {
 
 }  // namespace
 
+namespace {
+
+// The extra key of a 'within' (tolerance_pct) or 'min_ratio' (reference) spec; false on an issue.
+bool read_spec_extras(const nlohmann::ordered_json& m, const std::string& mptr, ThresholdSpec& s,
+                      IssueList& issues) {
+  if (s.kind == ThresholdKind::Within) {
+    auto t = m.find("tolerance_pct");
+    if (t == m.end() || !t->is_number() || t->get<double>() < 0) {
+      issues.add(pointer_join(mptr, "tolerance_pct"),
+                 "kind 'within' needs a non-negative numeric tolerance_pct", "add \"tolerance_pct\": 5.0");
+      return false;
+    }
+    s.tolerance_pct = t->get<double>();
+  }
+  if (s.kind == ThresholdKind::MinRatio) {
+    auto r = m.find("reference");
+    if (r == m.end() || !r->is_string()) {
+      issues.add(pointer_join(mptr, "reference"), "kind 'min_ratio' needs a 'reference' metric",
+                 "add \"reference\": \"training.tokens_per_sec_per_gpu\"");
+      return false;
+    }
+    std::string ref = r->get<std::string>();
+    if (ref.rfind("training.", 0) == 0) ref = ref.substr(9);
+    if (!known_metric(ref)) {
+      issues.add(pointer_join(mptr, "reference"), "unknown reference metric '" + r->get<std::string>() + "'",
+                 "name a tracked metric, e.g. training.tokens_per_sec_per_gpu");
+      return false;
+    }
+    s.reference = ref;
+  }
+  return true;
+}
+
+// One "training.<metric>": {kind, value, ...} of a cell.
+std::optional<ThresholdSpec> read_spec(const std::string& key, const nlohmann::ordered_json& m,
+                                       const std::string& mptr, IssueList& issues) {
+  const std::string prefix = "training.";
+  if (key.rfind(prefix, 0) != 0) {
+    issues.add(mptr, "metric '" + key + "' lacks the training. namespace", "write \"training." + key + "\"");
+    return std::nullopt;
+  }
+  ThresholdSpec s;
+  s.metric = key.substr(prefix.size());
+  if (!known_metric(s.metric)) {
+    issues.add(
+        mptr, "unknown metric '" + key + "'",
+        "use one of the tracked metrics (see README: Tracked metrics), e.g. training.tokens_per_sec_per_gpu");
+    return std::nullopt;
+  }
+  if (!m.is_object()) {
+    issues.add(mptr, "spec must be an object {kind, value}", "write {\"kind\": \"min\", \"value\": 100.0}");
+    return std::nullopt;
+  }
+  for (auto k = m.begin(); k != m.end(); ++k)
+    if ((k.key().empty() || k.key()[0] != '_') && k.key() != "kind" && k.key() != "value" &&
+        k.key() != "tolerance_pct" && k.key() != "reference")
+      issues.add(pointer_join(mptr, k.key()), "unknown key '" + k.key() + "' in a threshold spec",
+                 "use kind, value, tolerance_pct (within) or reference (min_ratio)");
+  auto kind = m.find("kind");
+  if (kind == m.end() || !kind->is_string()) {
+    issues.add(pointer_join(mptr, "kind"), "missing or non-string 'kind'",
+               "set kind to min, max, max_ms, min_tok_s, within, min_ratio or info");
+    return std::nullopt;
+  }
+  auto pk = parse_kind(kind->get<std::string>());
+  if (!pk) {
+    issues.add(pointer_join(mptr, "kind"), "unknown kind '" + kind->get<std::string>() + "'",
+               "use min, max, max_ms, min_tok_s, within, min_ratio or info");
+    return std::nullopt;
+  }
+  s.kind = *pk;
+  auto value = m.find("value");
+  if (value == m.end() || !value->is_number()) {
+    issues.add(pointer_join(mptr, "value"), "missing or non-numeric 'value'",
+               "set a numeric value, e.g. 100.0");
+    return std::nullopt;
+  }
+  s.value = value->get<double>();
+  if (!read_spec_extras(m, mptr, s, issues)) return std::nullopt;
+  return s;
+}
+
+// One sweep-key cell {metric: spec}.
+void read_cell(const std::string& key, const nlohmann::ordered_json& cell, const std::string& file,
+               ThresholdFile& tf, IssueList& issues) {
+  const std::string cptr = pointer_join("", key);
+  try {
+    (void)parse_sweep_key(key, file, cptr);
+  } catch (const ConfigError& e) {
+    issues.append(e);
+    return;
+  }
+  if (!cell.is_object()) {
+    issues.add(cptr, "cell must be an object {metric: spec}",
+               "write {\"training.final_loss\": {\"kind\": \"max\", \"value\": 10}}");
+    return;
+  }
+  auto& specs = tf.cells[key];
+  for (auto m = cell.begin(); m != cell.end(); ++m)
+    if (m.key().empty() || m.key()[0] != '_')
+      if (auto s = read_spec(m.key(), *m, pointer_join(cptr, m.key()), issues)) specs.push_back(*s);
+}
+
+}  // namespace
+
 ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::path& file) {
   IssueList issues(file.string());
   nlohmann::ordered_json root;
@@ -100,104 +205,12 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
   ThresholdFile tf;
   tf.file = file;
   for (auto c = root.begin(); c != root.end(); ++c) {
-    const std::string cptr = pointer_join("", c.key());
-    if (c.key() == "_calibration") {
+    if (c.key() == "_calibration")
       tf.calibration = *c;
-      continue;
-    }
-    if (!c.key().empty() && c.key()[0] == '_') {
+    else if (!c.key().empty() && c.key()[0] == '_')
       tf.comments[c.key()] = c->is_string() ? c->get<std::string>() : c->dump();
-      continue;
-    }
-    try {
-      (void)parse_sweep_key(c.key(), file.string(), cptr);
-    } catch (const ConfigError& e) {
-      issues.append(e);
-      continue;
-    }
-    if (!c->is_object()) {
-      issues.add(cptr, "cell must be an object {metric: spec}",
-                 "write {\"training.final_loss\": {\"kind\": \"max\", \"value\": 10}}");
-      continue;
-    }
-    auto& specs = tf.cells[c.key()];
-    for (auto m = c->begin(); m != c->end(); ++m) {
-      const std::string mptr = pointer_join(cptr, m.key());
-      if (!m.key().empty() && m.key()[0] == '_') continue;
-      const std::string prefix = "training.";
-      if (m.key().rfind(prefix, 0) != 0) {
-        issues.add(mptr, "metric '" + m.key() + "' lacks the training. namespace",
-                   "write \"training." + m.key() + "\"");
-        continue;
-      }
-      ThresholdSpec s;
-      s.metric = m.key().substr(prefix.size());
-      if (!known_metric(s.metric)) {
-        issues.add(mptr, "unknown metric '" + m.key() + "'",
-                   "use one of the tracked metrics (see README: Tracked metrics), e.g. "
-                   "training.tokens_per_sec_per_gpu");
-        continue;
-      }
-      if (!m->is_object()) {
-        issues.add(mptr, "spec must be an object {kind, value}",
-                   "write {\"kind\": \"min\", \"value\": 100.0}");
-        continue;
-      }
-      for (auto k = m->begin(); k != m->end(); ++k) {
-        if (!k.key().empty() && k.key()[0] == '_') continue;
-        if (k.key() != "kind" && k.key() != "value" && k.key() != "tolerance_pct" && k.key() != "reference")
-          issues.add(pointer_join(mptr, k.key()), "unknown key '" + k.key() + "' in a threshold spec",
-                     "use kind, value, tolerance_pct (within) or reference (min_ratio)");
-      }
-      auto kind = m->find("kind");
-      if (kind == m->end() || !kind->is_string()) {
-        issues.add(pointer_join(mptr, "kind"), "missing or non-string 'kind'",
-                   "set kind to min, max, max_ms, min_tok_s, within, min_ratio or info");
-        continue;
-      }
-      auto pk = parse_kind(kind->get<std::string>());
-      if (!pk) {
-        issues.add(pointer_join(mptr, "kind"), "unknown kind '" + kind->get<std::string>() + "'",
-                   "use min, max, max_ms, min_tok_s, within, min_ratio or info");
-        continue;
-      }
-      s.kind = *pk;
-      auto value = m->find("value");
-      if (value == m->end() || !value->is_number()) {
-        issues.add(pointer_join(mptr, "value"), "missing or non-numeric 'value'",
-                   "set a numeric value, e.g. 100.0");
-        continue;
-      }
-      s.value = value->get<double>();
-      if (s.kind == ThresholdKind::Within) {
-        auto t = m->find("tolerance_pct");
-        if (t == m->end() || !t->is_number() || t->get<double>() < 0) {
-          issues.add(pointer_join(mptr, "tolerance_pct"),
-                     "kind 'within' needs a non-negative numeric tolerance_pct",
-                     "add \"tolerance_pct\": 5.0");
-          continue;
-        }
-        s.tolerance_pct = t->get<double>();
-      }
-      if (s.kind == ThresholdKind::MinRatio) {
-        auto r = m->find("reference");
-        if (r == m->end() || !r->is_string()) {
-          issues.add(pointer_join(mptr, "reference"), "kind 'min_ratio' needs a 'reference' metric",
-                     "add \"reference\": \"training.tokens_per_sec_per_gpu\"");
-          continue;
-        }
-        std::string ref = r->get<std::string>();
-        if (ref.rfind(prefix, 0) == 0) ref = ref.substr(prefix.size());
-        if (!known_metric(ref)) {
-          issues.add(pointer_join(mptr, "reference"),
-                     "unknown reference metric '" + r->get<std::string>() + "'",
-                     "name a tracked metric, e.g. training.tokens_per_sec_per_gpu");
-          continue;
-        }
-        s.reference = ref;
-      }
-      specs.push_back(s);
-    }
+    else
+      read_cell(c.key(), *c, file.string(), tf, issues);
   }
   issues.throw_if_any();
   return tf;
