@@ -591,13 +591,16 @@ void read_statistics(const OrderedJson& root, Reader& rd, IssueList& issues, Sui
                "speed sweeps until decisive, up to extend_max_steps)");
 }
 
-void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
+void read_scaling_baseline(const OrderedJson& root, Reader& rd, IssueList& /*issues*/, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "scaling_baseline", "")) {
     const std::string P = "/scaling_baseline";
     rd.unknown_keys(*b, P, {"tokens_per_sec_total", "num_nodes"}, "scaling_baseline");
     rd.number(*b, "tokens_per_sec_total", P, c.scaling_baseline.tokens_per_sec_total, 0.0);
     rd.integer(*b, "num_nodes", P, c.scaling_baseline.num_nodes, 1);
   }
+}
+
+void read_convergence(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "convergence", "")) {
     const std::string P = "/convergence";
     rd.unknown_keys(*b, P, {"target_metric", "target_value"}, "convergence");
@@ -608,6 +611,9 @@ void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteCo
                  "use auto (eval loss when eval runs, else training loss)");
     rd.number(*b, "target_value", P, c.convergence.target_value);
   }
+}
+
+void read_loss_curve(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "loss_curve", "")) {
     const std::string P = "/loss_curve";
     rd.unknown_keys(*b, P, {"sample_every", "milestone_steps", "max_slope", "enforce"}, "loss_curve");
@@ -630,6 +636,9 @@ void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteCo
     rd.number(*b, "max_slope", P, c.loss_curve.max_slope);
     rd.boolean(*b, "enforce", P, c.loss_curve.enforce);
   }
+}
+
+void read_smoke(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "smoke", "")) {
     const std::string P = "/smoke";
     rd.unknown_keys(*b, P, {"enabled", "steps", "per_device_batch_size", "max_target_length"}, "smoke");
@@ -643,6 +652,9 @@ void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteCo
     }
     rd.integer(*b, "max_target_length", P, c.smoke.max_target_length, 1);
   }
+}
+
+void read_checkpoint_resume(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "checkpoint_resume", "")) {
     const std::string P = "/checkpoint_resume";
     auto& cr = c.checkpoint_resume;
@@ -670,6 +682,9 @@ void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteCo
                      std::to_string(cr.steps_before_ckpt) + ": phase 1 would save nothing",
                  "set checkpoint_period <= steps_before_ckpt");
   }
+}
+
+void read_error_patterns(const OrderedJson& root, Reader& /*rd*/, IssueList& issues, SuiteConfig& c) {
   if (auto it = root.find("error_patterns"); it != root.end()) {
     if (!it->is_object()) {
       issues.add("/error_patterns", "error_patterns must be an object {name: regex}",
@@ -696,6 +711,16 @@ void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteCo
                    "remove the block to use the built-in defaults, or list at least one pattern");
     }
   }
+}
+
+// The blocks after the container and train_params, each by its own reader.
+void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
+  read_scaling_baseline(root, rd, issues, c);
+  read_convergence(root, rd, issues, c);
+  read_loss_curve(root, rd, issues, c);
+  read_smoke(root, rd, issues, c);
+  read_checkpoint_resume(root, rd, issues, c);
+  read_error_patterns(root, rd, issues, c);
 }
 
 void read_sweeps(const OrderedJson& root, IssueList& issues, SuiteConfig& c) {
@@ -754,43 +779,26 @@ void read_sweeps(const OrderedJson& root, IssueList& issues, SuiteConfig& c) {
 
 }  // namespace
 
-SuiteConfig load_config_text(const std::string& text, const fs::path& file, const LoadOptions& options) {
-  IssueList issues(file.string());
+namespace {
+
+// The config's JSON (nlohmann's message says the line and column of a syntax error).
+OrderedJson parse_config_json(const std::string& text, const fs::path& file) {
   OrderedJson root;
   try {
     root = OrderedJson::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    // Translate the byte offset into line:column for the message.
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
     throw ConfigError(
-        file.string(), "",
-        "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + e.what(),
+        file.string(), "", std::string("invalid JSON: ") + e.what(),
         "fix the JSON syntax (trailing commas and comments are not allowed; use \"_comment\" keys)");
   }
   if (!root.is_object())
     throw ConfigError(file.string(), "", "the config must be a JSON object", "wrap it in { }");
+  return root;
+}
 
-  strip_comments(root, "", issues);
-  find_changeme(root, "", issues);
-
-  SuiteConfig c;
-  c.file = file;
-  c.sha256 = sha256_hex(text);
-  Reader rd(issues);
-  rd.unknown_keys(root, "",
-                  {"gpu_name", "gpus_per_node", "threshold_json", "enforce_thresholds", "paths", "container",
-                   "train_params", "scaling_baseline", "convergence", "loss_curve", "statistics", "smoke",
-                   "checkpoint_resume", "error_patterns", "sweeps", "runs"},
-                  "the config root");
-
+// paths: read, placeholders resolved (in paths and everywhere else in the document).
+void read_resolved_paths(OrderedJson& root, Reader& rd, IssueList& issues, const LoadOptions& options,
+                         SuiteConfig& c) {
   std::map<std::string, std::string> raw_paths;
   read_paths(root, rd, issues, raw_paths);
   Placeholders ph(options.user.empty() ? os_user() : options.user, cvs_root().string(), raw_paths, issues);
@@ -805,42 +813,37 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
   for (const auto& [k, v] : resolved)
     if (k != "shared_fs" && k != "models_dir" && k != "log_dir" && k != "hf_token_file" && k != "temp_dir")
       c.paths.extra[k] = v;
+}
 
-  rd.str(root, "gpu_name", "", c.gpu_name, true);
-  rd.integer(root, "gpus_per_node", "", c.gpus_per_node, 1, true);
-  rd.boolean(root, "enforce_thresholds", "", c.enforce_thresholds);
-  rd.str(root, "threshold_json", "", c.threshold_json, true);
-  if (!c.threshold_json.empty() && c.threshold_json.find(kChangeme) == std::string::npos) {
-    fs::path t(c.threshold_json);
-    std::vector<fs::path> candidates;
-    if (t.is_absolute()) {
-      candidates.push_back(t);
-    } else {
-      const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-      candidates.push_back(dir / t);
-      candidates.push_back(dir / ".." / "thresholds" / t);
-    }
-    for (const auto& cand : candidates)
-      if (fs::is_regular_file(cand)) {
-        c.threshold_path = fs::weakly_canonical(cand);
-        break;
-      }
-    if (c.threshold_path.empty() && options.require_threshold_file) {
-      std::string looked;
-      for (const auto& cand : candidates) looked += (looked.empty() ? "" : ", ") + cand.string();
-      issues.add("/threshold_json",
-                 "threshold file '" + c.threshold_json + "' not found (looked in " + looked + ")",
-                 "create it next to the config (or in thresholds/), or fix the file name");
-    }
+// threshold_json next to the config, or in ../thresholds/.
+void locate_threshold_file(const fs::path& file, const LoadOptions& options, IssueList& issues,
+                           SuiteConfig& c) {
+  if (c.threshold_json.empty() || c.threshold_json.find(kChangeme) != std::string::npos) return;
+  fs::path t(c.threshold_json);
+  std::vector<fs::path> candidates;
+  if (t.is_absolute()) {
+    candidates.push_back(t);
+  } else {
+    const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+    candidates.push_back(dir / t);
+    candidates.push_back(dir / ".." / "thresholds" / t);
   }
+  for (const auto& cand : candidates)
+    if (fs::is_regular_file(cand)) {
+      c.threshold_path = fs::weakly_canonical(cand);
+      break;
+    }
+  if (!c.threshold_path.empty() || !options.require_threshold_file) return;
+  std::string looked;
+  for (const auto& cand : candidates) looked += (looked.empty() ? "" : ", ") + cand.string();
+  issues.add("/threshold_json",
+             "threshold file '" + c.threshold_json + "' not found (looked in " + looked + ")",
+             "create it next to the config (or in thresholds/), or fix the file name");
+}
 
-  read_container(root, rd, issues, c.container);
-  read_train_params(root, rd, issues, c.train_params);
-  c.error_patterns = default_error_patterns();
-  read_blocks(root, rd, issues, c);
-  read_statistics(root, rd, issues, c);
-  read_sweeps(root, issues, c);
-
+// Rules across blocks: Gloo's interface, the mode the env marks, every run's steps, the
+// checkpoint sweep among the runs.
+void validate_across_blocks(IssueList& issues, SuiteConfig& c) {
   for (const auto& [k, v] : c.container.env)
     if (k == "GLOO_SOCKET_IFNAME" && v.find(kChangeme) == std::string::npos)
       if (auto why = gloo_ifname_problem(v); !why.empty())
@@ -851,7 +854,6 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
     if (std::find(distributed_marker_env().begin(), distributed_marker_env().end(), k) !=
         distributed_marker_env().end())
       c.mode = Mode::Distributed;
-
   // Every run needs a step count: completion detection and the poll budget derive from it.
   for (const auto& run : c.runs) {
     const auto sit =
@@ -873,7 +875,38 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
   if (cr.enabled && !cr.sweep.empty() && std::find(c.runs.begin(), c.runs.end(), cr.sweep) == c.runs.end())
     issues.add("/checkpoint_resume/sweep", "sweep '" + cr.sweep + "' is not one of runs",
                "name a key listed in runs, or \"\" for the first run");
+}
 
+}  // namespace
+
+SuiteConfig load_config_text(const std::string& text, const fs::path& file, const LoadOptions& options) {
+  IssueList issues(file.string());
+  OrderedJson root = parse_config_json(text, file);
+  strip_comments(root, "", issues);
+  find_changeme(root, "", issues);
+
+  SuiteConfig c;
+  c.file = file;
+  c.sha256 = sha256_hex(text);
+  Reader rd(issues);
+  rd.unknown_keys(root, "",
+                  {"gpu_name", "gpus_per_node", "threshold_json", "enforce_thresholds", "paths", "container",
+                   "train_params", "scaling_baseline", "convergence", "loss_curve", "statistics", "smoke",
+                   "checkpoint_resume", "error_patterns", "sweeps", "runs"},
+                  "the config root");
+  read_resolved_paths(root, rd, issues, options, c);
+  rd.str(root, "gpu_name", "", c.gpu_name, true);
+  rd.integer(root, "gpus_per_node", "", c.gpus_per_node, 1, true);
+  rd.boolean(root, "enforce_thresholds", "", c.enforce_thresholds);
+  rd.str(root, "threshold_json", "", c.threshold_json, true);
+  locate_threshold_file(file, options, issues, c);
+  read_container(root, rd, issues, c.container);
+  read_train_params(root, rd, issues, c.train_params);
+  c.error_patterns = default_error_patterns();
+  read_blocks(root, rd, issues, c);
+  read_statistics(root, rd, issues, c);
+  read_sweeps(root, issues, c);
+  validate_across_blocks(issues, c);
   issues.throw_if_any();
   return c;
 }

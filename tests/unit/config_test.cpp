@@ -277,3 +277,15 @@ TEST(Config, StatisticsBlockDefaultsAndRules) {
   EXPECT_TRUE(has_issue(i, "/statistics/min_steady_steps", ">= 4"));
   EXPECT_TRUE(has_issue(i, "/statistics/confidense", "unknown key"));
 }
+
+TEST(Config, AJsonSyntaxErrorSaysItsLineAndColumnOnce) {
+  try {
+    cvs::load_config_text("{\n \"gpu_name\": \"cpu\",\n}\n", "bad.json",
+                          {.user = "u", .require_threshold_file = false});
+    ADD_FAILURE() << "no error";
+  } catch (const cvs::ConfigError& e) {
+    const auto msg = e.issues().at(0).to_string();
+    EXPECT_NE(msg.find("line 3, column 1"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("line"), msg.rfind("line")) << "one position, nlohmann's: " << msg;
+  }
+}
