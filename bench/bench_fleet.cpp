@@ -9,6 +9,7 @@
 
 #include "cvs/cluster.hpp"
 #include "cvs/fleet.hpp"
+#include "cvs/fleet_pairs.hpp"
 
 namespace {
 
@@ -55,6 +56,33 @@ void BM_WriteFleetOutputs(benchmark::State& state) {
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_WriteFleetOutputs)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// Pairs (lib/cvs/fleet_pairs.hpp) over N simulated nodes, one in 64 with a slow link: the planning,
+// batching and attribution around instant runs (a run's step time from its two nodes' links). Reports
+// the pair runs a fleet of N needs (the GPU time pairs cost) and the suspects named.
+void BM_LocalisePairs(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < n; ++i) names.push_back("gpu" + std::to_string(i));
+  std::size_t runs = 0, suspects = 0;
+  const cvs::PairRunner runner = [&](std::vector<cvs::PairRun>& batch) {
+    for (auto& p : batch) {
+      ++runs;
+      auto slow = [](const std::string& node) { return std::stoul(node.substr(3)) % 64 == 7 ? 400.0 : 0.0; };
+      p.status = "PASS";
+      p.step_ms = 100 + slow(p.a) + slow(p.b);
+    }
+  };
+  for (auto _ : state) {
+    runs = 0;
+    const auto r = cvs::localise_links(names, runner, 0.25);
+    suspects = r.suspects.size();
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["pair_runs"] = static_cast<double>(runs);
+  state.counters["suspects"] = static_cast<double>(suspects);
+}
+BENCHMARK(BM_LocalisePairs)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
