@@ -134,6 +134,26 @@ cvs::Cluster load_inputs(FleetOptions& o) {
   return cluster;
 }
 
+// A suite's run on the cluster file in `dir`, its report in dir/report, its run names tagged; each
+// run is bounded by its own poll budget.
+cvs::ProcRequest suite_request(const char* suite, const fs::path& config, const fs::path& dir,
+                               const std::string& tag, const std::string& label) {
+  cvs::ProcRequest r;
+  r.argv = {suite_binary(suite).string(),
+            "--config",
+            config.string(),
+            "--cluster",
+            (dir / "cluster.json").string(),
+            "--output",
+            (dir / "report").string(),
+            "--quiet",
+            "--run-tag",
+            tag};
+  r.timeout = std::chrono::hours(72);
+  r.label = label;
+  return r;
+}
+
 std::vector<cvs::FleetNode> run_nodes(const FleetOptions& o, const cvs::Cluster& cluster) {
   std::vector<cvs::ProcRequest> reqs;
   std::vector<fs::path> dirs;
@@ -141,21 +161,9 @@ std::vector<cvs::FleetNode> run_nodes(const FleetOptions& o, const cvs::Cluster&
     const auto dir = o.output / "nodes" / folder_name(node.name);
     fs::create_directories(dir);
     write_json(dir / "cluster.json", cvs::cluster_file_with(cluster, {node}));
-    cvs::ProcRequest r;
-    r.argv = {suite_binary("jaxmaxtext_single").string(),
-              "--config",
-              o.config.string(),
-              "--cluster",
-              (dir / "cluster.json").string(),
-              "--output",
-              (dir / "report").string(),
-              "--quiet",
-              "--run-tag",
-              folder_name(node.name)};
+    auto r = suite_request("jaxmaxtext_single", o.config, dir, folder_name(node.name), node.name);
     if (!o.baseline.empty()) r.argv.insert(r.argv.end(), {"--thresholds", o.baseline.string()});
     r.argv.insert(r.argv.end(), o.suite_args.begin(), o.suite_args.end());
-    r.timeout = std::chrono::hours(72);  // each run is bounded by its own poll budget
-    r.label = node.name;
     reqs.push_back(r);
     dirs.push_back(dir);
   }
@@ -192,22 +200,11 @@ cvs::ProcRequest pair_request(const FleetOptions& o, const cvs::Cluster& cluster
     file["overrides"]["container"]["env"]["JAX_COORDINATOR_PORT"] =
         std::to_string(std::stoi(cvs::kDefaultCoordinatorPort) + static_cast<int>(index));
   write_json(dir / "cluster.json", file);
-  cvs::ProcRequest r;
-  r.argv = {suite_binary("jaxmaxtext_distributed").string(),
-            "--config",
-            o.pairs_config.string(),
-            "--cluster",
-            (dir / "cluster.json").string(),
-            "--output",
-            (dir / "report").string(),
-            "--quiet",
-            "--run-tag",
-            dir.filename().string(),
-            "--gtest_filter=test_setup.*:sweep/test_training_run.*"};
+  auto r =
+      suite_request("jaxmaxtext_distributed", o.pairs_config, dir, dir.filename().string(), p.a + "+" + p.b);
+  r.argv.push_back("--gtest_filter=test_setup.*:sweep/test_training_run.*");
   for (const auto& a : o.suite_args)
     if (a.rfind("--gtest_filter", 0) != 0) r.argv.push_back(a);
-  r.timeout = std::chrono::hours(72);
-  r.label = p.a + "+" + p.b;
   return r;
 }
 
