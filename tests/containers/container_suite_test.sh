@@ -6,7 +6,9 @@
 #           nan (a diverging run: FAIL) | interrupt (Ctrl-C mid-run) |
 #           stale (SIGKILL mid-run, then a new session replaces the left container) |
 #           distributed (jaxmaxtext_distributed over the two netns ssh hosts, a podman engine each;
-#           run under tests/integration/netns_cluster.sh)
+#           run under tests/integration/netns_cluster.sh) |
+#           fleet (jaxmaxtext_fleet on two local nodes of this host at once: each run its own
+#           container, the config's name with the node appended)
 # Skips (exit 77) where the engines do not run, except under CI=true, where that fails.
 set -euo pipefail
 scenario=$1; engine=$2; build=$3; out=$4
@@ -103,6 +105,19 @@ PY
       assert_gone "the next session"
       echo "$engine: the container a SIGKILLed session left was replaced; the next session PASSed, nothing left"
     fi ;;
+  fleet)
+    python3 "$here/container_config.py" "$single" "$out/config.json" "$engine" --name "$name" --one-sweep
+    rc=0
+    "$build/suites/jaxmaxtext_fleet" --config "$out/config.json" --cluster "$root/configs/clusters/local_2nodes.json" \
+      --output "$out/fleet" --min-fleet 2 "${budget[@]}" '--gtest_filter=test_setup.*:sweep/test_training_run.*' \
+      >"$out/suite.log" 2>&1 || rc=$?
+    [[ $rc -eq 0 ]] || { cat "$out"/fleet/nodes/*/suite.log | tail -30; fail "exit $rc"; }
+    for n in local0 local1; do
+      [[ $(status_of "$out/fleet/nodes/$n/report") == PASS ]] || fail "$n: status not PASS"
+      grep -q "launching container $name-$n" "$out/fleet/nodes/$n/suite.log" || fail "$n: not its own container"
+      [[ -z "$("$engine" ps --all --filter "name=$name-$n" --format '{{.Names}}')" ]] || fail "container $name-$n left"
+    done
+    echo "fleet: two local nodes at once, containers $name-local0 and $name-local1: PASS, nothing left" ;;
   distributed)
     [[ -n "${CVS_NETNS_DIR:-}" ]] || fail "run under tests/integration/netns_cluster.sh run DIR --"
     for n in cvs-a cvs-b; do  # the image, in each node's own engine
