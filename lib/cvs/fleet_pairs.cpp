@@ -10,6 +10,26 @@
 namespace cvs {
 namespace {
 
+// Batches of indices into `pairs` in which no node appears twice (greedy: each pair in the first
+// batch it fits).
+std::vector<std::vector<std::size_t>> batch_indices(const std::vector<PairRun>& pairs) {
+  std::vector<std::vector<std::size_t>> batches;
+  std::vector<std::set<std::string>> busy;
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const auto& p = pairs[k];
+    std::size_t i = 0;
+    while (i < batches.size() && (busy[i].count(p.a) || busy[i].count(p.b))) ++i;
+    if (i == batches.size()) {
+      batches.emplace_back();
+      busy.emplace_back();
+    }
+    batches[i].push_back(k);
+    busy[i].insert(p.a);
+    busy[i].insert(p.b);
+  }
+  return batches;
+}
+
 std::string describe(const PairRun& r, double reference) {
   const std::string other = r.b;
   if (!r.ran())
@@ -50,11 +70,13 @@ void mark_and_confirm(std::size_t first, const PairRunner& run, PairsResult& out
       again.push_back(r);
     }
   }
-  std::size_t k = 0;
-  for (auto& batch : disjoint_batches(again)) {
+  for (const auto& idx : batch_indices(again)) {
+    std::vector<PairRun> batch;
+    for (auto k : idx) batch.push_back(again[k]);
     run(batch);
-    for (auto& retry : batch) {
-      auto& r = out.runs[again_at[k++]];
+    for (std::size_t j = 0; j < idx.size(); ++j) {
+      const auto& retry = batch[j];
+      auto& r = out.runs[again_at[idx[j]]];
       r.first_ms = r.step_ms;
       r.tries = 2;
       if (retry.ran()) r.step_ms = std::min(r.step_ms, retry.step_ms);
@@ -117,17 +139,9 @@ void attribute(const std::vector<std::string>& good, const PairRunner& run, Pair
 
 std::vector<std::vector<PairRun>> disjoint_batches(const std::vector<PairRun>& pairs) {
   std::vector<std::vector<PairRun>> batches;
-  std::vector<std::set<std::string>> busy;
-  for (const auto& p : pairs) {
-    std::size_t i = 0;
-    while (i < batches.size() && (busy[i].count(p.a) || busy[i].count(p.b))) ++i;
-    if (i == batches.size()) {
-      batches.emplace_back();
-      busy.emplace_back();
-    }
-    batches[i].push_back(p);
-    busy[i].insert(p.a);
-    busy[i].insert(p.b);
+  for (const auto& idx : batch_indices(pairs)) {
+    batches.emplace_back();
+    for (auto i : idx) batches.back().push_back(pairs[i]);
   }
   return batches;
 }

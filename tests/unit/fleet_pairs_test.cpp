@@ -132,6 +132,31 @@ TEST(FleetPairs, ABurstOfNoiseIsRunAgainAndForgiven) {
   EXPECT_FALSE(r.runs[1].slow);
 }
 
+TEST(FleetPairs, EachRetryLandsOnItsOwnRunWhenBatchesReorderThem) {
+  // Two fast pairs (four known-good nodes) for three slow ones: round 2 is (n0,n4) (n1,n5) (n2,n6)
+  // (n3,n7) | (n0,n8) (n1,n9); its slow runs retried, (n0,n4) (n0,n8) (n1,n9), batch as
+  // (n0,n4) (n1,n9) | (n0,n8): each retry's time must go to its own run (the links differ, so a
+  // swap shows). n6 and n7 are slow only together.
+  Fabric f;
+  f.link_ms = {{"n4", 200}, {"n8", 300}, {"n9", 400}};
+  f.pair_ms[{"n6", "n7"}] = 300;
+  const auto r = cvs::localise_links(names(10), f.runner(), 0.25);
+  EXPECT_DOUBLE_EQ(r.reference_ms, 60);
+  auto got = suspects(r);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::string>{"n4", "n8", "n9"}));
+  ASSERT_EQ(r.slow_links.size(), 1u);
+  EXPECT_EQ(r.slow_links[0], std::make_pair(std::string("n6"), std::string("n7")));
+  for (const auto& run : r.runs) {
+    const std::set<std::string> both = {run.a, run.b};
+    const double expected = 60 + f.link_ms[run.a] + f.link_ms[run.b] + f.pair_ms[both];
+    EXPECT_DOUBLE_EQ(run.step_ms, expected) << run.a << "+" << run.b;
+    if (run.tries == 2) {
+      EXPECT_EQ(run.step_ms, run.first_ms) << "a fault persists: " << run.a << "+" << run.b;
+    }
+  }
+}
+
 TEST(FleetPairs, BatchesShareNoNodeAndKeepTheOrder) {
   std::vector<cvs::PairRun> pairs;
   for (const auto& [a, b] :
