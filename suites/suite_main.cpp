@@ -21,6 +21,7 @@
 #include "cvs/junit_errors.hpp"
 #include "cvs/listener.hpp"
 #include "cvs/session.hpp"
+#include "cvs/session_results.hpp"
 
 namespace cvs::suites {
 namespace {
@@ -74,18 +75,12 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, int 
 }
 
 // 0 every gate passed, 1 a gate failed (FAIL, or INCONCLUSIVE that fails), 3 no gate failed but
-// the infrastructure kept a stage from deciding (ERROR); gtest's own code when no results.json.
-int exit_code(const std::filesystem::path& results, int gtest_rc) {
-  std::ifstream in(results);
-  if (!in) return gtest_rc;
-  try {
-    const auto status = nlohmann::json::parse(in).value("status", std::string());
-    if (status == "PASS") return 0;
-    if (status == "ERROR") return 3;
-    return 1;
-  } catch (const std::exception&) {
-    return gtest_rc;
-  }
+// the infrastructure kept a stage from deciding (ERROR); gtest's own code when nothing was written.
+int exit_code(std::optional<Outcome> status, int gtest_rc) {
+  if (!status) return gtest_rc;
+  if (*status == Outcome::Pass) return 0;
+  if (*status == Outcome::Error) return 3;
+  return 1;
 }
 
 }  // namespace
@@ -144,7 +139,13 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   int n = static_cast<int>(rest.size());
   rest.push_back(nullptr);
   ::testing::InitGoogleTest(&n, rest.data());
-  ::testing::UnitTest::GetInstance()->listeners().Append(new report::ReportListener);
+  auto* listener = new report::ReportListener([](std::vector<StageRecord> stages) {
+    const auto& s = fixtures::Session::get();
+    if (s.opts.output.empty()) return std::optional<report::ReportTarget>();
+    return std::optional(
+        report::ReportTarget{s.opts.output, fixtures::session_results(s, std::move(stages))});
+  });
+  ::testing::UnitTest::GetInstance()->listeners().Append(listener);  // gtest owns it
   ::testing::AddGlobalTestEnvironment(new fixtures::ClusterEnvironment);
   const int rc = RUN_ALL_TESTS();
   if (listing) return rc;
@@ -154,7 +155,7 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   if (!junit.empty() && !report::rewrite_junit_errors(junit))
     spdlog::warn("could not mark the ERROR stages in {}", junit.string());
   std::fprintf(stderr, "cvs: junit   %s\n", junit.c_str());
-  return exit_code(fixtures::Session::get().opts.output / "results.json", rc);
+  return exit_code(listener->status(), rc);
 }
 
 }  // namespace cvs::suites

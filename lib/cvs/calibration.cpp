@@ -1,5 +1,7 @@
 #include "cvs/calibration.hpp"
 
+#include "cvs/results_file.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -47,17 +49,17 @@ struct Repeats {
 };
 
 // The metric's steady-state interval in every repeat; nullopt when a repeat lacks it.
-std::optional<Repeats> collect(const std::vector<ordered_json>& results, const std::string& sweep,
+std::optional<Repeats> collect(const std::vector<Results>& results, const std::string& sweep,
                                const std::string& metric) {
   Repeats r;
   for (const auto& res : results) {
-    const auto& sw = res["sweeps"][sweep];
-    const auto ivs =
-        sw.value("steady_state", ordered_json::object()).value("intervals", ordered_json::object());
-    if (!ivs.contains(metric)) return std::nullopt;
-    const auto& iv = ivs[metric];
-    if (!iv["estimate"].is_number() || !iv["lo"].is_number() || !iv["hi"].is_number()) return std::nullopt;
-    const double e = iv["estimate"].get<double>(), lo = iv["lo"].get<double>(), hi = iv["hi"].get<double>();
+    const SweepRecord* sw = res.sweep(sweep);
+    if (!sw || !sw->steady_state) return std::nullopt;
+    const IntervalRecord* iv = nullptr;
+    for (const auto& [name, i] : sw->steady_state->intervals)
+      if (name == metric) iv = &i;
+    if (!iv || std::isnan(iv->estimate) || std::isnan(iv->lo) || std::isnan(iv->hi)) return std::nullopt;
+    const double e = iv->estimate, lo = iv->lo, hi = iv->hi;
     if (!(e > 0)) return std::nullopt;  // a rate rounded to 0 says nothing
     r.estimates.push_back(e);
     r.half_widths.push_back((hi - lo) / 2);
@@ -88,19 +90,17 @@ ordered_json gate_for(const CalibratedMetric& m, const Repeats& r, const Calibra
 
 }  // namespace
 
-ordered_json build_calibration(const std::vector<ordered_json>& results,
-                               const std::optional<ThresholdFile>& base, const CalibrationRule& rule,
-                               const std::string& date) {
+ordered_json build_calibration(const std::vector<Results>& results, const std::optional<ThresholdFile>& base,
+                               const CalibrationRule& rule, const std::string& date) {
   if (results.empty()) throw std::runtime_error("no repeats to calibrate on");
   ordered_json out = ordered_json::object();
   ordered_json stats = ordered_json::object();
-  for (auto it = results[0]["sweeps"].begin(); it != results[0]["sweeps"].end(); ++it) {
-    const std::string& sweep = it.key();
+  for (const auto& [sweep, first] : results[0].sweeps) {
     for (std::size_t i = 0; i < results.size(); ++i) {
-      const auto& sw = results[i]["sweeps"][sweep];
-      if (sw.value("status", std::string()) != "COMPLETED")
+      const SweepRecord* sw = results[i].sweep(sweep);
+      if (!sw || sw->status != SweepStatus::Completed)
         throw std::runtime_error("repeat " + std::to_string(i + 1) + ": sweep " + sweep +
-                                 " did not complete (" + sw.value("status", std::string("NOT RUN")) +
+                                 " did not complete (" + to_string(sw ? sw->status : SweepStatus::NotRun) +
                                  "): calibrate on a known-good node or cluster");
     }
     ordered_json cell = ordered_json::object();
@@ -134,7 +134,7 @@ ordered_json build_calibration(const std::vector<ordered_json>& results,
   cal["repeats"] = results.size();
   cal["date"] = date;
   cal["base_threshold_file"] = base ? base->file.string() : std::string();
-  cal["provenance"] = results[0].value("provenance_fields", ordered_json::object());
+  cal["provenance"] = results[0].provenance_fields.value_or(ordered_json::object());
   cal["statistics"] = stats;
   ordered_json file = {{"_comment",
                         "Written by cvs calibrate: speed gates measured on this node or cluster (see "

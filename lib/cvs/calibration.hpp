@@ -24,6 +24,8 @@
 
 namespace cvs {
 
+struct Results;  // results_file.hpp
+
 // $CVS_CALIBRATION_DIR, else $XDG_STATE_HOME/cvs-maxtext/calibration, else
 // ~/.local/state/cvs-maxtext/calibration: outside any checkout, one folder per user.
 std::filesystem::path default_calibration_dir();
@@ -52,7 +54,7 @@ const std::vector<CalibratedMetric>& calibrated_metrics();
 // each repeat produced gets a gate by the rule, and `_calibration` holds the rule, the raw
 // statistics per sweep and metric, and the provenance of the first repeat.
 // Throws std::runtime_error when a repeat did not complete a sweep.
-nlohmann::ordered_json build_calibration(const std::vector<nlohmann::ordered_json>& results,
+nlohmann::ordered_json build_calibration(const std::vector<Results>& results,
                                          const std::optional<ThresholdFile>& base,
                                          const CalibrationRule& rule, const std::string& date);
 

@@ -1,6 +1,7 @@
 #include "cvs/card.hpp"
 
 #include "cvs/format.hpp"
+#include "cvs/results_file.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -11,8 +12,9 @@ namespace {
 
 using J = nlohmann::ordered_json;
 
-J metric_or_null(const J& metrics, const char* k) {
-  return metrics.contains(k) && metrics[k].is_number() ? metrics[k] : J(nullptr);
+J metric_or_null(const SweepRecord& s, const char* k) {
+  const double* v = s.metric(k);
+  return v && !std::isnan(*v) ? J(*v) : J(nullptr);
 }
 
 std::string fmt(double v) {
@@ -28,25 +30,29 @@ std::string slugify(std::string s) {
 }
 
 // The stages of one sweep: its training run and metric tests.
-std::vector<J> stages_of(const J& results, const std::string& test_name) {
-  std::vector<J> v;
-  for (const auto& st : results["stages"]) {
-    const auto t = st.value("test", std::string());
+std::vector<const StageRecord*> stages_of(const Results& results, const std::string& test_name) {
+  std::vector<const StageRecord*> v;
+  for (const auto& st : results.stages) {
+    const auto& t = st.test;
     const auto pos = t.find(test_name);
     if (pos == std::string::npos) continue;
     const auto end = pos + test_name.size();
-    if (end == t.size() || t.compare(end, 2, "__") == 0) v.push_back(st);  // "<sweep>" or "<sweep>__<metric>"
+    if (end == t.size() || t.compare(end, 2, "__") == 0)
+      v.push_back(&st);  // "<sweep>" or "<sweep>__<metric>"
   }
   return v;
 }
 
-J topology(const J& results, const J& sweep) {
+// A sweep the session did not run (or one the checkpoint names that is not in the file) counts
+// one node of the config's GPUs.
+J topology(const Results& results, const SweepRecord* sweep) {
   J t = J::object();
-  const int nodes = sweep.value("num_nodes", 1),
-            gpn = sweep.value("gpus_per_node", results["config"].value("gpus_per_node", 1));
+  const bool ran = sweep && sweep->status != SweepStatus::NotRun;
+  const long long nodes = ran ? static_cast<long long>(sweep->num_nodes) : 1;
+  const int gpn = ran ? sweep->gpus_per_node : results.config.gpus_per_node;
   t["gpus_per_node"] = std::to_string(gpn);
   t["nodes"] = std::to_string(nodes);
-  const auto& par = sweep.value("parallelism", J::object());
+  const J par = sweep ? sweep->parallelism : J::object();
   // The cards' topology keys from MaxText's mesh: each is ici_X x dcn_X (a -1 "fill the rest"
   // axis or an absent one counts 1). MaxText's own keys stay beside them.
   for (const auto& [card_key, axis] :
@@ -61,8 +67,7 @@ J topology(const J& results, const J& sweep) {
     t[card_key] = std::to_string(product);
   }
   for (auto it = par.begin(); it != par.end(); ++it) t[it.key()] = it.value().dump();
-  t["sequence_length"] =
-      sweep.value("effective_config", J::object()).value("max_target_length", std::string());
+  t["sequence_length"] = sweep ? sweep->effective("max_target_length") : std::string();
   t["total_gpus"] = nodes * gpn;
   return t;
 }
@@ -73,69 +78,63 @@ namespace {
 
 // What every entry of one results.json shares.
 struct CardContext {
-  const J& results;
-  const J& cfg;
+  const Results& results;
   std::string model, hardware, maxtext, today;
 };
 
 // The entry of one sweep: verified when it completed, no gate failed or went undecided, and at
 // least one gate passed.
-J sweep_entry(const CardContext& x, const std::string& key, const J& s) {
-  const auto& [results, cfg, model, hardware, maxtext, today] = x;
-  const auto& m = s.value("metrics", J::object());
-  const auto stages = stages_of(results, s.value("test_name", std::string("?")));
+J sweep_entry(const CardContext& x, const std::string& key, const SweepRecord& s) {
+  const auto& [results, model, hardware, maxtext, today] = x;
+  const auto stages = stages_of(results, s.test_name.empty() ? "?" : s.test_name);
   int fails = 0, passes = 0;
   std::string gates;
-  for (const auto& st : stages) {
-    const auto outcome = st.value("outcome", std::string());
+  for (const auto* st : stages) {
     // A gate without evidence (INCONCLUSIVE) or a stage the infrastructure kept from deciding
     // (ERROR) verifies nothing, whatever on_inconclusive made of it.
-    fails += outcome == "FAIL" || outcome == "INCONCLUSIVE" || outcome == "ERROR";
-    const auto& p = st.value("properties", J::object());
-    if (!p.contains("metric") || (outcome != "PASS" && outcome != "FAIL" && outcome != "INCONCLUSIVE"))
+    fails += is_unverified(st->outcome);
+    const std::string metric = st->property("metric");
+    if (metric.empty() || (st->outcome != Outcome::Pass && st->outcome != Outcome::Fail &&
+                           st->outcome != Outcome::Inconclusive))
       continue;
-    passes += outcome == "PASS";
-    gates += (gates.empty() ? "" : "; ") + p.value("metric", std::string()) + " " +
-             p.value("value", std::string()) + " " + p.value("threshold_kind", std::string("")) + " " +
-             p.value("threshold_value", std::string("")) + " " + outcome;
+    passes += st->outcome == Outcome::Pass;
+    gates += (gates.empty() ? "" : "; ") + metric + " " + st->property("value") + " " +
+             st->property("threshold_kind") + " " + st->property("threshold_value") + " " +
+             to_string(st->outcome);
   }
-  const bool completed = s.value("status", std::string()) == "COMPLETED";
+  const bool ran = s.status != SweepStatus::NotRun;
+  const bool completed = s.status == SweepStatus::Completed;
   const bool verified = completed && fails == 0 && passes > 0;
-  std::string expected = "On " + std::to_string(s.value("num_nodes", 1)) + " node(s) x " +
-                         std::to_string(s.value("gpus_per_node", 1)) + " " + hardware + " device(s), the " +
-                         std::to_string(s.value("steps", 0)) + "-step " +
-                         s.value("precision", std::string("bf16")) + " MaxText " + maxtext + " run of " +
+  const std::string precision = ran ? s.precision : "bf16";
+  std::string expected = "On " + std::to_string(ran ? s.num_nodes : 1) + " node(s) x " +
+                         std::to_string(ran ? s.gpus_per_node : 1) + " " + hardware + " device(s), the " +
+                         std::to_string(s.steps) + "-step " + precision + " MaxText " + maxtext + " run of " +
                          model + " (" + key + ") " + (completed ? "completed" : "did not complete") + ".";
-  if (m.contains("last_10_steps_step_time_ms_avg"))
-    expected += " The last 10 steady-state steps averaged " +
-                fmt(m["last_10_steps_step_time_ms_avg"].get<double>()) + " ms, " +
-                (m.contains("last_10_steps_model_tflops_per_gpu_avg")
-                     ? fmt(m["last_10_steps_model_tflops_per_gpu_avg"].get<double>())
-                     : "n/a") +
-                " TFLOP/s/GPU and " +
-                (m.contains("last_10_steps_tokens_per_second_per_gpu_avg")
-                     ? fmt(m["last_10_steps_tokens_per_second_per_gpu_avg"].get<double>())
-                     : "n/a") +
-                " tokens/s/GPU.";
+  auto figure = [&](const char* k) {
+    const double* v = s.metric(k);
+    return v ? fmt(*v) : std::string("n/a");
+  };
+  if (s.metric("last_10_steps_step_time_ms_avg"))
+    expected += " The last 10 steady-state steps averaged " + figure("last_10_steps_step_time_ms_avg") +
+                " ms, " + figure("last_10_steps_model_tflops_per_gpu_avg") + " TFLOP/s/GPU and " +
+                figure("last_10_steps_tokens_per_second_per_gpu_avg") + " tokens/s/GPU.";
   expected +=
       gates.empty() ? " No enforced gate ran, so the entry stays unverified." : " Gates: " + gates + ".";
   J metrics = {
-      {"final_loss", metric_or_null(m, "final_loss")},
-      {"initial_loss", metric_or_null(m, "initial_loss")},
-      {"last_10_steps_model_tflops_per_gpu_avg", metric_or_null(m, "last_10_steps_model_tflops_per_gpu_avg")},
-      {"last_10_steps_step_time_ms_avg", metric_or_null(m, "last_10_steps_step_time_ms_avg")},
+      {"final_loss", metric_or_null(s, "final_loss")},
+      {"initial_loss", metric_or_null(s, "initial_loss")},
+      {"last_10_steps_model_tflops_per_gpu_avg", metric_or_null(s, "last_10_steps_model_tflops_per_gpu_avg")},
+      {"last_10_steps_step_time_ms_avg", metric_or_null(s, "last_10_steps_step_time_ms_avg")},
       {"last_10_steps_tokens_per_second_per_gpu_avg",
-       metric_or_null(m, "last_10_steps_tokens_per_second_per_gpu_avg")}};
+       metric_or_null(s, "last_10_steps_tokens_per_second_per_gpu_avg")}};
   // MaxText's memstats "Using (GB)" is bytes_in_use / 2^30: GiB, the peak allocated. It prints
   // no reserved figure, so peak_reserved_memory_gib is left out.
-  if (m.contains("peak_memory_gb")) metrics["peak_allocated_memory_gib"] = m["peak_memory_gb"];
-  const std::string id =
-      slugify(model + "-pretrain-performance-" + hardware + "-" + s.value("test_name", std::string()));
+  if (s.metric("peak_memory_gb")) metrics["peak_allocated_memory_gib"] = metric_or_null(s, "peak_memory_gb");
+  const std::string id = slugify(model + "-pretrain-performance-" + hardware + "-" + s.test_name);
   return J({{"bridge_commit", maxtext},
-            {"command_topologies", J::array({topology(results, s)})},
-            {"commands", J::array({"cvs run " + results.value("suite", std::string()) + " --config " +
-                                   cfg.value("file", std::string()) + " --gtest_filter=*" +
-                                   s.value("test_name", std::string()) + "*"})},
+            {"command_topologies", J::array({topology(results, &s)})},
+            {"commands", J::array({"cvs run " + results.suite + " --config " + results.config.file +
+                                   " --gtest_filter=*" + s.test_name + "*"})},
             {"dimensions", J::object()},
             {"enabled_features", J::object()},
             {"entry_id", id},
@@ -143,7 +142,7 @@ J sweep_entry(const CardContext& x, const std::string& key, const J& s) {
             {"hardware", hardware},
             {"last_verified", verified ? J(today) : J(nullptr)},
             {"metrics", metrics},
-            {"precision", s.value("precision", std::string("bf16"))},
+            {"precision", precision},
             {"source_pointer", "sweeps." + key},
             {"status", verified ? "verified" : "unverified"},
             {"variant", key},
@@ -151,77 +150,62 @@ J sweep_entry(const CardContext& x, const std::string& key, const J& s) {
 }
 
 // The checkpoint save/resume entry.
-J checkpoint_entry(const CardContext& x) {
-  const auto& [results, cfg, model, hardware, maxtext, today] = x;
-  const auto& c = results["checkpoint_resume"];
-  const std::string sweep = c.value("sweep", std::string());
-  const bool ok = c.value("passed", false);
-  J metrics = {{"final_loss", c.value("boundary_loss_phase2", J(nullptr))},
-               {"initial_loss", c.value("boundary_loss_phase1", J(nullptr))},
+J checkpoint_entry(const CardContext& x, const CheckpointRecord& c) {
+  const auto& [results, model, hardware, maxtext, today] = x;
+  auto opt = [](const auto& o) { return o ? J(*o) : J(nullptr); };
+  J metrics = {{"final_loss", opt(c.boundary_loss_phase2)},
+               {"initial_loss", opt(c.boundary_loss_phase1)},
                {"last_10_steps_model_tflops_per_gpu_avg", nullptr},
                {"last_10_steps_step_time_ms_avg", nullptr},
                {"last_10_steps_tokens_per_second_per_gpu_avg", nullptr}};
-  const auto& s = results["sweeps"].value(sweep, J::object());
+  const SweepRecord* s = results.sweep(c.sweep);
   return J(
       {{"bridge_commit", maxtext},
        {"command_topologies", J::array({topology(results, s)})},
-       {"commands", J::array({"cvs run " + results.value("suite", std::string()) + " --config " +
-                              cfg.value("file", std::string()) + " --gtest_filter=*checkpoint_resume*"})},
+       {"commands", J::array({"cvs run " + results.suite + " --config " + results.config.file +
+                              " --gtest_filter=*checkpoint_resume*"})},
        {"dimensions", J::object()},
        {"enabled_features", J::object()},
        {"entry_id", slugify(model + "-checkpoint-resume-" + hardware)},
-       {"expected_result", "Phase 1 saved step " + c.value("saved_step", J(nullptr)).dump() +
-                               "; phase 2 restored step " + c.value("restored_step", J(nullptr)).dump() +
-                               " and resumed at step " + c.value("resumed_first_step", J(nullptr)).dump() +
-                               ": " + c.value("message", std::string()) + "\n"},
+       {"expected_result", "Phase 1 saved step " + opt(c.saved_step).dump() + "; phase 2 restored step " +
+                               opt(c.restored_step).dump() + " and resumed at step " +
+                               opt(c.resumed_first_step).dump() + ": " + c.message + "\n"},
        {"hardware", hardware},
-       {"last_verified", ok ? J(today) : J(nullptr)},
+       {"last_verified", c.passed ? J(today) : J(nullptr)},
        {"metrics", metrics},
-       {"precision", s.value("precision", std::string("bf16"))},
+       {"precision", s && s->status != SweepStatus::NotRun ? s->precision : std::string("bf16")},
        {"source_pointer", "checkpoint_resume"},
-       {"status", ok ? "verified" : "unverified"},
-       {"variant", sweep},
+       {"status", c.passed ? "verified" : "unverified"},
+       {"variant", c.sweep},
        {"workflow", "checkpoint_resume"}});
 }
 
 }  // namespace
 
-J make_card(const J& results, const std::string& today) {
-  if (!results.is_object() || results.value("schema_version", 0) != 1)
-    throw std::invalid_argument("not a cvs results.json (schema_version 1)");
-  const auto& cfg = results["config"];
-  const auto& prov = results.value("provenance", J::object());
-  const CardContext x{results,
-                      cfg,
-                      cfg.value("model", std::string("model")),
-                      cfg.value("gpu_name", std::string()),
-                      prov.value("maxtext_version", std::string("unknown")),
-                      today};
-  const std::string& model = x.model;
-  const std::string& maxtext = x.maxtext;
+J make_card(const Results& results, const std::string& today) {
+  std::string maxtext = "unknown";
+  if (auto v = results.provenance.find("maxtext_version"); v != results.provenance.end() && v->is_string())
+    maxtext = v->get<std::string>();
+  const std::string model = results.config.model.empty() ? "model" : results.config.model;
+  const CardContext x{results, model, results.config.gpu_name, maxtext, today};
   J entries = J::array();
-  for (auto it = results["sweeps"].begin(); it != results["sweeps"].end(); ++it)
-    entries.push_back(sweep_entry(x, it.key(), it.value()));
-  if (results.contains("checkpoint_resume") && results["checkpoint_resume"].is_object())
-    entries.push_back(checkpoint_entry(x));
-  J card_model = {{"architecture", "MaxText " + results["sweeps"]
-                                                    .begin()
-                                                    .value()
-                                                    .value("effective_config", J::object())
-                                                    .value("model_name", model)},
-                  {"base_container", cfg.value("image", std::string())},
+  for (const auto& [key, s] : results.sweeps) entries.push_back(sweep_entry(x, key, s));
+  if (results.checkpoint) entries.push_back(checkpoint_entry(x, *results.checkpoint));
+  std::string architecture =
+      results.sweeps.empty() ? "" : results.sweeps.front().second.effective("model_name");
+  J card_model = {{"architecture", "MaxText " + (architecture.empty() ? model : architecture)},
+                  {"base_container", results.config.image},
                   {"bridge_commit", maxtext},
                   {"entries", entries},
                   {"hf_id", nullptr},
                   {"hf_revision", nullptr},
                   {"min_transformers_version", nullptr},
                   {"slug", slugify(model)},
-                  {"source_card", cfg.value("file", std::string())},
-                  {"summary", "cvs " + results.value("suite", std::string()) + " session of " +
-                                  results.value("started_at", std::string()) + ": " +
-                                  results.value("status", std::string()) + "\n"},
+                  {"source_card", results.config.file},
+                  {"summary", "cvs " + results.suite + " session of " + results.started_at + ": " +
+                                  to_string(results.status()) + "\n"},
                   {"title", model}};
-  return J{{"generation", "cvs results.json " + results.value("started_at", std::string())},
+  return J{{"generation", "cvs results.json " + results.started_at},
            {"models", J::array({card_model})},
            {"schema_version", 1},
            {"source", "cvs-maxtext"}};

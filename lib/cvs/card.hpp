@@ -8,7 +8,9 @@
 
 namespace cvs {
 
+struct Results;  // results_file.hpp
+
 // `today` is the last_verified date (YYYY-MM-DD) written on verified entries.
-nlohmann::ordered_json make_card(const nlohmann::ordered_json& results, const std::string& today);
+nlohmann::ordered_json make_card(const Results& results, const std::string& today);
 
 }  // namespace cvs

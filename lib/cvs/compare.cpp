@@ -1,10 +1,10 @@
 #include "cvs/compare.hpp"
 
 #include <cmath>
-#include <stdexcept>
 
 #include "cvs/metric_catalog.hpp"
 #include "cvs/metrics.hpp"
+#include "cvs/results_file.hpp"
 
 namespace cvs {
 
@@ -20,52 +20,54 @@ bool Comparison::any_regression() const {
 }
 
 namespace {
-void check_schema(const nlohmann::ordered_json& r, const char* which) {
-  if (!r.is_object() || r.value("schema_version", 0) != 1 || !r.contains("sweeps"))
-    throw std::invalid_argument(std::string(which) + " is not a cvs results.json (schema_version 1)");
+
+// A tracked metric of a sweep; nullptr when absent or not finite (null in the file).
+const double* figure(const SweepRecord& s, const std::string& metric) {
+  const double* v = s.metric(metric);
+  return v && std::isfinite(*v) ? v : nullptr;
 }
+
+MetricDelta delta_of(const std::string& sweep, const std::string& m, double old_value, double new_value,
+                     double tol) {
+  MetricDelta d{sweep, m, old_value, new_value, 0, false};
+  if (d.old_value != 0)
+    d.delta_pct = (d.new_value - d.old_value) / std::fabs(d.old_value) * 100.0;
+  else if (d.new_value != 0)
+    d.delta_pct = d.new_value > 0 ? INFINITY : -INFINITY;
+  switch (better_direction(m)) {
+    case Better::Higher:
+      d.regression = d.delta_pct < -tol;
+      break;
+    case Better::Lower:
+      d.regression = d.delta_pct > tol;
+      break;
+    case Better::Neither:
+      break;
+  }
+  return d;
+}
+
 }  // namespace
 
-Comparison compare_results(const nlohmann::ordered_json& o, const nlohmann::ordered_json& n, double tol) {
-  check_schema(o, "the old file");
-  check_schema(n, "the new file");
+Comparison compare_results(const Results& o, const Results& n, double tol) {
   Comparison c;
-  for (auto s = n["sweeps"].begin(); s != n["sweeps"].end(); ++s) {
-    if (!o["sweeps"].contains(s.key())) {
-      c.notes.push_back("sweep " + s.key() + " is new (no baseline)");
+  for (const auto& [key, ns] : n.sweeps) {
+    const SweepRecord* os = o.sweep(key);
+    if (!os) {
+      c.notes.push_back("sweep " + key + " is new (no baseline)");
       continue;
     }
-    const auto om = o["sweeps"][s.key()].value("metrics", nlohmann::ordered_json::object());
-    const auto nm = s.value().value("metrics", nlohmann::ordered_json::object());
     for (const auto& m : tracked_metric_names()) {
-      const bool in_old = om.contains(m) && om[m].is_number(), in_new = nm.contains(m) && nm[m].is_number();
-      if (in_old != in_new) {
-        c.notes.push_back(s.key() + " training." + m +
-                          (in_old ? " missing in the new run" : " not in the baseline"));
+      const double *ov = figure(*os, m), *nv = figure(ns, m);
+      if ((ov != nullptr) != (nv != nullptr)) {
+        c.notes.push_back(key + " training." + m + (ov ? " missing in the new run" : " not in the baseline"));
         continue;
       }
-      if (!in_old) continue;
-      MetricDelta d{s.key(), m, om[m].get<double>(), nm[m].get<double>(), 0, false};
-      if (d.old_value != 0)
-        d.delta_pct = (d.new_value - d.old_value) / std::fabs(d.old_value) * 100.0;
-      else if (d.new_value != 0)
-        d.delta_pct = d.new_value > 0 ? INFINITY : -INFINITY;
-      switch (better_direction(m)) {
-        case Better::Higher:
-          d.regression = d.delta_pct < -tol;
-          break;
-        case Better::Lower:
-          d.regression = d.delta_pct > tol;
-          break;
-        case Better::Neither:
-          break;
-      }
-      c.deltas.push_back(d);
+      if (ov) c.deltas.push_back(delta_of(key, m, *ov, *nv, tol));
     }
   }
-  for (auto s = o["sweeps"].begin(); s != o["sweeps"].end(); ++s)
-    if (!n["sweeps"].contains(s.key()))
-      c.notes.push_back("sweep " + s.key() + " of the baseline did not run");
+  for (const auto& [key, os] : o.sweeps)
+    if (!n.sweep(key)) c.notes.push_back("sweep " + key + " of the baseline did not run");
   return c;
 }
 

@@ -10,6 +10,8 @@
 
 namespace cvs {
 
+struct Results;  // results_file.hpp
+
 // Which direction is an improvement for a tracked metric (without "training."): the catalog's.
 Better better_direction(const std::string& metric);
 
@@ -28,9 +30,8 @@ struct Comparison {
   bool any_regression() const;
 };
 
-// Throws std::invalid_argument when either document is not a results.json of a known schema.
-Comparison compare_results(const nlohmann::ordered_json& old_results,
-                           const nlohmann::ordered_json& new_results, double tolerance_pct);
+// Per sweep of the new session and tracked metric: old, new, delta and whether it regressed.
+Comparison compare_results(const Results& old_results, const Results& new_results, double tolerance_pct);
 nlohmann::ordered_json to_json(const Comparison& c, double tolerance_pct);
 
 }  // namespace cvs

@@ -1,5 +1,7 @@
 #include "cvs/fleet.hpp"
 
+#include "cvs/results_file.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -11,6 +13,7 @@
 #include "cvs/format.hpp"
 #include "cvs/metric_catalog.hpp"
 #include "cvs/metrics.hpp"
+#include "cvs/thresholds.hpp"
 
 namespace cvs {
 namespace {
@@ -57,6 +60,13 @@ std::optional<FleetEvidence> outlier(const std::string& figure, double x, const 
   return e;
 }
 
+// The evidence counts against the node: it is a suspect, and its worst |z| orders the suspects.
+void accuse(NodeScore& ns, FleetEvidence e) {
+  ns.suspect = true;
+  ns.worst_z = std::max(ns.worst_z, std::fabs(e.z));
+  ns.evidence.push_back(std::move(e));
+}
+
 // The probe's facts the fleet compares (results.json provenance_fields).
 constexpr const char* kFleetFacts[] = {"gpus",      "device_kind", "jax_version", "maxtext_version",
                                        "cpu_model", "cpu_count",   "image_id"};
@@ -88,11 +98,8 @@ void baseline_evidence(const FleetNode& n, const FleetPolicy& policy, NodeScore&
   for (const auto& [figure, st] : policy.baseline) {
     const auto it = n.steady.find(figure);
     if (it == n.steady.end()) continue;
-    if (auto e = outlier(figure, it->second, st, policy, figure + " (steady state)")) {
-      ns.suspect = true;
-      ns.worst_z = std::max(ns.worst_z, std::fabs(e->z));
-      ns.evidence.push_back(*e);
-    }
+    if (auto e = outlier(figure, it->second, st, policy, figure + " (steady state)"))
+      accuse(ns, std::move(*e));
   }
 }
 
@@ -149,11 +156,7 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
     } else {
       if (!s.too_small)
         for (const auto& [figure, x] : n.figures)
-          if (auto e = outlier(figure, x, s.figures[figure], policy)) {
-            ns.suspect = true;
-            ns.worst_z = std::max(ns.worst_z, std::fabs(e->z));
-            ns.evidence.push_back(*e);
-          }
+          if (auto e = outlier(figure, x, s.figures[figure], policy)) accuse(ns, std::move(*e));
       baseline_evidence(n, policy, ns);
     }
     s.nodes.push_back(std::move(ns));
@@ -171,22 +174,22 @@ namespace {
 
 // What the run's setup found (results.json provenance): the probe's facts, and as figures the GPU
 // count and the least free HBM of the node's GPUs (the vendor tool's), and JAX's device count.
-void read_probe(const nlohmann::json& r, FleetNode& n) {
-  const auto fields = r.value("provenance_fields", nlohmann::json::object());
+void read_probe(const Results& r, FleetNode& n) {
+  const auto fields = r.provenance_fields.value_or(nlohmann::ordered_json::object());
   for (const char* fact : kFleetFacts)
     if (fields.contains(fact))
       n.facts[fact] = fields[fact].is_string() ? fields[fact].get<std::string>() : fields[fact].dump();
-  const auto pv = r.value("provenance", nlohmann::json::object());
-  const auto jax_nodes = pv.value("nodes", nlohmann::json::array());
-  if (!jax_nodes.empty() && jax_nodes[0].value("local_devices", nlohmann::json()).is_number())
+  const auto& pv = r.provenance;
+  const auto jax_nodes = pv.value("nodes", nlohmann::ordered_json::array());
+  if (!jax_nodes.empty() && jax_nodes[0].value("local_devices", nlohmann::ordered_json()).is_number())
     n.figures["probe jax_devices"] = jax_nodes[0]["local_devices"].get<double>();
-  const auto gpus = pv.value("gpus", nlohmann::json::array());
+  const auto gpus = pv.value("gpus", nlohmann::ordered_json::array());
   if (gpus.empty()) return;
   double count = 0, least_free = std::numeric_limits<double>::infinity();
   for (const auto& node : gpus)
-    for (const auto& d : node.value("devices", nlohmann::json::array())) {
+    for (const auto& d : node.value("devices", nlohmann::ordered_json::array())) {
       ++count;
-      if (d.value("free_gb", nlohmann::json()).is_number())
+      if (d.value("free_gb", nlohmann::ordered_json()).is_number())
         least_free = std::min(least_free, d["free_gb"].get<double>());
     }
   n.figures["probe gpu_count"] = count;
@@ -198,40 +201,29 @@ void read_probe(const nlohmann::json& r, FleetNode& n) {
 FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& results_json) {
   FleetNode n;
   n.name = name;
-  std::ifstream in(results_json);
-  if (!in) {
+  if (!std::filesystem::exists(results_json)) {
     n.failure = "no " + results_json.string();
     return n;
   }
-  nlohmann::json r;
+  Results r;
   try {
-    r = nlohmann::json::parse(in);
+    r = read_results(results_json);
   } catch (const std::exception& e) {
     n.failure = results_json.string() + " does not parse: " + e.what();
     return n;
   }
-  n.status = r.value("status", std::string("ERROR"));
-  const auto stages = r.value("stages", nlohmann::json::array());
-  const auto sweeps = r.value("sweeps", nlohmann::json::object());
-  for (const auto& st : stages) {
-    const auto outcome = st.value("outcome", std::string());
-    if (n.failure.empty() && (outcome == "FAIL" || outcome == "ERROR" || outcome == "INCONCLUSIVE"))
-      n.failure = st.value("test", std::string()) + ": " + st.value("message", std::string());
-  }
+  n.status = to_string(r.status());
+  for (const auto& st : r.stages)
+    if (n.failure.empty() && is_unverified(st.outcome)) n.failure = st.test + ": " + st.message;
   // One line: the reasons go into a line per node (suspect_nodes.txt).
   for (std::size_t at; (at = n.failure.find('\n')) != std::string::npos;)
     n.failure.replace(at, 1, at + 1 < n.failure.size() ? " / " : "");
-  for (const auto& [key, sweep] : sweeps.items()) {
-    const auto metrics = sweep.value("metrics", nlohmann::json::object());
-    for (const auto& [metric, v] : metrics.items())
-      if (v.is_number() && is_fleet_metric(metric)) n.figures[key + " " + metric] = v.get<double>();
-    const auto ss = sweep.find("steady_state");
-    if (ss == sweep.end() || !ss->is_object()) continue;
-    const auto ivs = ss->find("intervals");
-    if (ivs == ss->end() || !ivs->is_object()) continue;
-    for (auto iv = ivs->begin(); iv != ivs->end(); ++iv)
-      if (iv->is_object() && iv->contains("estimate") && (*iv)["estimate"].is_number())
-        n.steady[key + " " + iv.key()] = (*iv)["estimate"].get<double>();
+  for (const auto& [key, sweep] : r.sweeps) {
+    for (const auto& [metric, v] : sweep.metrics)
+      if (!std::isnan(v) && is_fleet_metric(metric)) n.figures[key + " " + metric] = v;
+    if (!sweep.steady_state) continue;
+    for (const auto& [metric, iv] : sweep.steady_state->intervals)
+      if (!std::isnan(iv.estimate)) n.steady[key + " " + metric] = iv.estimate;
   }
   read_probe(r, n);
   return n;
@@ -239,16 +231,12 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
 
 std::map<std::string, FigureStats> read_fleet_baseline(const std::filesystem::path& file) {
   const std::string name = file.string();
-  std::ifstream in(file);
-  if (!in) throw ConfigError(name, "", "cannot read the baseline file", "pass a file `cvs calibrate` wrote");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(name, "", std::string("not JSON: ") + e.what(), "pass a file `cvs calibrate` wrote");
-  }
-  const auto stats =
-      j.value("_calibration", nlohmann::json::object()).value("statistics", nlohmann::json::object());
+  // The calibration file is a threshold file: read (and its gates checked) as each node's
+  // --thresholds will be, before any node runs.
+  const ThresholdFile thresholds = load_thresholds(file);
+  const auto stats = thresholds.calibration
+                         ? thresholds.calibration->value("statistics", nlohmann::ordered_json::object())
+                         : nlohmann::ordered_json::object();
   std::map<std::string, FigureStats> out;
   for (const auto& [sweep, metrics] : stats.items())
     for (const auto& [metric, st] : metrics.items())

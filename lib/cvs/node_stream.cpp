@@ -47,6 +47,13 @@ std::optional<NodeState> frame_state(std::string_view word) {
   return std::nullopt;
 }
 
+std::optional<NodeState> node_state_from_string(std::string_view word) {
+  for (NodeState s : {NodeState::NotStarted, NodeState::Running, NodeState::Exited, NodeState::Gone,
+                      NodeState::Stopped, NodeState::Unreachable})
+    if (to_string(s) == word) return s;
+  return std::nullopt;
+}
+
 std::vector<StreamFrame> FrameParser::feed(std::string_view bytes) {
   std::vector<StreamFrame> frames;
   if (!error_.empty()) return frames;

@@ -23,6 +23,8 @@ struct LocalStreamSpec;  // local_log_stream.hpp
 enum class NodeState { NotStarted, Running, Exited, Gone, Stopped, Unreachable };
 // "running", "exited", "gone", "stopped", "unreachable", "not started" (results.json, messages).
 std::string_view to_string(NodeState s);
+// The inverse of to_string (results.json); nullopt for any other word.
+std::optional<NodeState> node_state_from_string(std::string_view word);
 // A frame header's state word; nullopt for anything else.
 std::optional<NodeState> frame_state(std::string_view word);
 

@@ -34,22 +34,6 @@ std::string to_string(ThresholdKind k) {
   return "?";
 }
 
-std::string to_string(Outcome o) {
-  switch (o) {
-    case Outcome::Pass:
-      return "PASS";
-    case Outcome::Fail:
-      return "FAIL";
-    case Outcome::Record:
-      return "RECORD";
-    case Outcome::NA:
-      return "N/A";
-    case Outcome::Inconclusive:
-      return "INCONCLUSIVE";
-  }
-  return "?";
-}
-
 const std::vector<ThresholdSpec>* ThresholdFile::cell(const std::string& sweep_key) const {
   auto it = cells.find(sweep_key);
   return it == cells.end() ? nullptr : &it->second;

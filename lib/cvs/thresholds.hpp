@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cvs/metrics.hpp"
+#include "cvs/outcome.hpp"
 
 namespace cvs {
 
@@ -38,8 +39,6 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
 
 // INCONCLUSIVE: the metric's confidence interval straddles the threshold (or the run has no
 // steady state to build one on): the run gives no evidence either way.
-enum class Outcome { Pass, Fail, Record, NA, Inconclusive };
-std::string to_string(Outcome o);
 
 struct Evaluation {
   std::string metric;  // without "training."

@@ -54,21 +54,27 @@ std::string val(const ordered_json& v) {
   return html_escape(v.dump());
 }
 
-std::string badge(const std::string& outcome) {
-  std::string cls = outcome == "PASS"           ? "pass"
-                    : outcome == "FAIL"         ? "fail"
-                    : outcome == "INCONCLUSIVE" ? "inconclusive"
-                    : outcome == "ERROR"        ? "error"
-                    : outcome == "RECORD"       ? "record"
-                                                : "na";
-  return "<span class=\"badge " + cls + "\">" + html_escape(outcome) + "</span>";
+// A figure; NaN (null in results.json) is a dash.
+std::string num(double v) {
+  return std::isnan(v) ? "&mdash;" : short_number(v);
+}
+
+std::string badge(Outcome o) {
+  const char* cls = o == Outcome::Pass           ? "pass"
+                    : o == Outcome::Fail         ? "fail"
+                    : o == Outcome::Inconclusive ? "inconclusive"
+                    : o == Outcome::Error        ? "error"
+                    : o == Outcome::Record       ? "record"
+                                                 : "na";
+  return std::string("<span class=\"badge ") + cls + "\">" + html_escape(to_string(o)) + "</span>";
 }
 
 // Inline SVG line plot of a loss curve, with the sampled points the slope is fitted on.
-std::string loss_svg(const ordered_json& curve, const ordered_json& sampled) {
+std::string loss_svg(const std::vector<std::pair<long long, double>>& curve,
+                     const std::vector<std::pair<long long, double>>& sampled) {
   std::vector<std::pair<double, double>> pts;
-  for (const auto& p : curve)
-    if (p[1].is_number()) pts.emplace_back(p[0].get<double>(), p[1].get<double>());
+  for (const auto& [step, loss] : curve)
+    if (!std::isnan(loss)) pts.emplace_back(static_cast<double>(step), loss);
   if (pts.size() < 2) return "<p class=\"muted\">not enough steps to plot</p>";
   const double W = 560, H = 200, L = 56, B = 28, T = 10, R = 12;
   double x0 = pts.front().first, x1 = pts.back().first, y0 = pts[0].second, y1 = pts[0].second;
@@ -96,26 +102,25 @@ std::string loss_svg(const ordered_json& curve, const ordered_json& sampled) {
   s << "<polyline class=\"loss\" points=\"";
   for (auto& [x, y] : pts) s << fmt(X(x), "%.1f") << "," << fmt(Y(y), "%.1f") << " ";
   s << "\"/>";
-  for (const auto& p : sampled)
-    s << "<circle class=\"sample\" cx=\"" << fmt(X(p[0].get<double>()), "%.1f") << "\" cy=\""
-      << fmt(Y(p[1].get<double>()), "%.1f") << "\" r=\"3\"><title>step " << p[0].get<long long>() << ": "
-      << fmt(p[1].get<double>()) << "</title></circle>";
+  for (const auto& [step, loss] : sampled)
+    s << "<circle class=\"sample\" cx=\"" << fmt(X(static_cast<double>(step)), "%.1f") << "\" cy=\""
+      << fmt(Y(loss), "%.1f") << "\" r=\"3\"><title>step " << step << ": " << fmt(loss)
+      << "</title></circle>";
   s << "</svg>";
   return s.str();
 }
 
 // A small inline SVG of a gate: the interval as a bar with its estimate, the threshold as a red
 // line (and the band for `within`), so the margin is seen at a glance.
-std::string interval_svg(const ordered_json& e) {
-  if (!e.contains("interval") || !e.contains("threshold")) return "";
-  const double lo = e["interval"][0].is_number() ? e["interval"][0].get<double>() : NAN;
-  const double hi = e["interval"][1].is_number() ? e["interval"][1].get<double>() : NAN;
-  const double est = e["value"].is_number() ? e["value"].get<double>() : NAN;
-  const double thr = e["threshold"].get<double>();
+std::string interval_svg(const EvaluationRecord& e) {
+  if (!e.interval || !e.gate) return "";
+  const auto [lo, hi] = *e.interval;
+  const double est = e.value;
+  const double thr = e.gate->threshold;
   if (!std::isfinite(lo) || !std::isfinite(hi)) return "";
   double band_lo = thr, band_hi = thr;
-  if (e.contains("tolerance_pct")) {
-    const double tol = std::fabs(thr) * e["tolerance_pct"].get<double>() / 100.0;
+  if (e.gate->tolerance_pct) {
+    const double tol = std::fabs(thr) * *e.gate->tolerance_pct / 100.0;
     band_lo = thr - tol;
     band_hi = thr + tol;
   }
@@ -139,9 +144,7 @@ std::string interval_svg(const ordered_json& e) {
 }
 
 // Inline SVG histogram of steady-state step times.
-std::string step_time_svg(const ordered_json& times) {
-  std::vector<double> v;
-  for (const auto& t : times) v.push_back(t.get<double>());
+std::string step_time_svg(const std::vector<double>& v) {
   if (v.empty()) return "<p class=\"muted\">no steady-state steps</p>";
   const double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
   const int bins = std::min<int>(12, std::max<int>(1, static_cast<int>(v.size())));
@@ -173,69 +176,66 @@ std::string step_time_svg(const ordered_json& times) {
   return s.str();
 }
 
-std::string interval_cell(const ordered_json& e) {
-  if (!e.contains("interval")) return "&mdash;";
-  return "[" + val(e["interval"][0]) + ", " + val(e["interval"][1]) + "]" + interval_svg(e);
+std::string interval_cell(const EvaluationRecord& e) {
+  if (!e.interval) return "&mdash;";
+  return "[" + num(e.interval->first) + ", " + num(e.interval->second) + "]" + interval_svg(e);
 }
 
 // MaxText logs an empty quantization for BF16.
-std::string quantization_label(const ordered_json& effective) {
-  if (!effective.contains("quantization")) return "not logged";
-  const auto q = effective["quantization"].get<std::string>();
-  return q.empty() ? "bf16" : q;
+std::string quantization_label(const SweepRecord& s) {
+  for (const auto& [k, v] : s.effective_config)
+    if (k == "quantization") return v.empty() ? "bf16" : v;
+  return "not logged";
 }
 
 // The threshold and margin cells of a gate (the sweep tables and the summary's failing gates).
-std::string threshold_cell(const ordered_json& e) {
-  if (!e.contains("kind")) return "&mdash;";
-  std::string thr = e["kind"].get<std::string>() + " " + val(e["threshold"]);
-  if (e.contains("tolerance_pct")) thr += " &plusmn;" + val(e["tolerance_pct"]) + "%";
+std::string threshold_cell(const EvaluationRecord& e) {
+  if (!e.gate) return "&mdash;";
+  std::string thr = e.gate->kind + " " + num(e.gate->threshold);
+  if (e.gate->tolerance_pct) thr += " &plusmn;" + num(*e.gate->tolerance_pct) + "%";
   return thr;
 }
 
-std::string margin_cell(const ordered_json& e) {
-  return e.contains("margin_pct") ? fmt(e["margin_pct"].get<double>(), "%+.1f") + " %" : "&mdash;";
+std::string margin_cell(const EvaluationRecord& e) {
+  return e.margin_pct ? fmt(*e.margin_pct, "%+.1f") + " %" : "&mdash;";
 }
 
 // Every gate that did not pass, first on the page: sweep, metric, value, threshold, margin.
-std::string gates_not_passed(const ordered_json& r) {
+std::string gates_not_passed(const Results& r) {
   std::ostringstream h;
   int rows = 0;
-  for (auto it = r["sweeps"].begin(); it != r["sweeps"].end(); ++it)
-    for (const auto& e : it.value().value("evaluations", ordered_json::array())) {
-      const auto o = e.value("outcome", std::string());
-      if (o != "FAIL" && o != "INCONCLUSIVE") continue;
+  for (const auto& [key, s] : r.sweeps)
+    for (const auto& e : s.evaluations) {
+      if (e.outcome != Outcome::Fail && e.outcome != Outcome::Inconclusive) continue;
       if (rows++ == 0)
         h << "<h3>Gates that did not pass</h3><table><tr><th>Sweep</th><th>Metric</th><th>Value</th><th>"
              "Interval</th><th>Threshold</th><th>Margin</th><th>Outcome</th></tr>";
-      h << "<tr><td><code>" << html_escape(it.key()) << "</code></td><td><code>"
-        << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">" << val(e["value"])
-        << "</td><td>" << interval_cell(e) << "</td><td>" << threshold_cell(e) << "</td><td class=\"num\">"
-        << margin_cell(e) << "</td><td>" << badge(o) << "</td></tr>";
+      h << "<tr><td><code>" << html_escape(key) << "</code></td><td><code>" << html_escape(e.metric)
+        << "</code></td><td class=\"num\">" << num(e.value) << "</td><td>" << interval_cell(e) << "</td><td>"
+        << threshold_cell(e) << "</td><td class=\"num\">" << margin_cell(e) << "</td><td>" << badge(e.outcome)
+        << "</td></tr>";
     }
   if (rows) h << "</table>";
   return h.str();
 }
 
 // Where the gates came from and, for a calibration, its provenance beside this run's.
-std::string thresholds_section(const ordered_json& r) {
+std::string thresholds_section(const Results& r) {
   std::ostringstream h;
-  const auto& cfg = r["config"];
   h << "<section><h2>Thresholds and provenance</h2><p>Thresholds from <strong>"
-    << html_escape(cfg.value("thresholds_source", std::string("config"))) << "</strong>: <code>"
-    << html_escape(cfg.value("threshold_file", std::string())) << "</code></p>";
-  const auto now = r.value("provenance_fields", ordered_json::object());
-  if (r.contains("calibration")) {
-    const auto& c = r["calibration"];
+    << html_escape(r.config.thresholds_source) << "</strong>: <code>" << html_escape(r.config.threshold_file)
+    << "</code></p>";
+  const auto now = r.provenance_fields.value_or(ordered_json::object());
+  if (r.calibration) {
+    const auto& c = *r.calibration;
     std::set<std::string> differ;
-    for (const auto& d : c["provenance_differences"]) differ.insert(d["field"].get<std::string>());
-    h << "<p>Calibrated " << html_escape(c.value("date", std::string())) << ". "
+    for (const auto& d : c.provenance_differences) differ.insert(d.field);
+    h << "<p>Calibrated " << html_escape(c.date) << ". "
       << (differ.empty() ? "This run's provenance matches the calibration's."
                          : "<strong>This run's provenance differs from the calibration's in " +
                                std::to_string(differ.size()) + " field(s)</strong>: its gates may not apply.")
       << "</p><table><tr><th>Field</th><th>Calibration</th><th>This run</th></tr>";
-    const auto cal = c.value("provenance", ordered_json::object());
-    for (auto it = cal.begin(); it != cal.end(); ++it)
+    for (auto it = c.provenance.begin(); it != c.provenance.end(); ++it)
       h << "<tr" << (differ.count(it.key()) ? " class=\"differs\"" : "") << "><th>" << html_escape(it.key())
         << "</th><td>" << val(it.value()) << "</td><td>" << val(now.value(it.key(), ordered_json()))
         << "</td></tr>";
@@ -272,160 +272,167 @@ tr.differs td,tr.differs th{background:#fdf1dc}.ci{stroke:#1b62c4;stroke-width:4
 
 namespace {
 
-void summary_html(std::ostringstream& h, const ordered_json& r) {
-  const auto& cfg = r["config"];
+void summary_html(std::ostringstream& h, const Results& r) {
   h << "<section><h2>Summary</h2><p class=\"counts\">";
-  for (const char* k : {"PASS", "FAIL", "ERROR", "INCONCLUSIVE", "RECORD", "N/A", "SKIPPED"})
-    h << "<span>" << badge(k) << " " << r["counts"].value(k, 0) << "</span>";
+  const auto counts = r.counts();
+  for (Outcome o : {Outcome::Pass, Outcome::Fail, Outcome::Error, Outcome::Inconclusive, Outcome::Record,
+                    Outcome::NA, Outcome::Skipped})
+    for (const auto& [c, n] : counts)
+      if (c == o) h << "<span>" << badge(o) << " " << n << "</span>";
   h << "</p>";
   h << gates_not_passed(r);
-  if (r.contains("calibration") && !r["calibration"]["provenance_differences"].empty())
+  if (r.calibration && !r.calibration->provenance_differences.empty())
     h << "<p><strong>Provenance differs from the calibration's</strong> (see Thresholds and provenance).</p>";
-  if (!cfg.value("enforce_thresholds", false))
+  if (!r.config.enforce_thresholds)
     h << "<p><strong>enforce_thresholds is false:</strong> threshold metrics are recorded, not gated.</p>";
   h << "<table><tr><th>Stage</th><th>Status</th><th>Seconds</th><th>Message</th></tr>";
-  for (const auto& st : r["stages"]) {
-    if (st.value("stage", std::string()) == "test_metric") continue;  // per-sweep tables below
-    h << "<tr><td><code>" << html_escape(st.value("test", std::string())) << "</code></td><td>"
-      << badge(st.value("outcome", std::string())) << "</td><td class=\"num\">"
-      << fmt(st.value("seconds", 0.0), "%.1f") << "</td><td>"
-      << html_escape(st.value("message", std::string())) << "</td></tr>";
+  for (const auto& st : r.stages) {
+    if (st.stage == "test_metric") continue;  // per-sweep tables below
+    h << "<tr><td><code>" << html_escape(st.test) << "</code></td><td>" << badge(st.outcome)
+      << "</td><td class=\"num\">" << fmt(st.seconds, "%.1f") << "</td><td>" << html_escape(st.message)
+      << "</td></tr>";
   }
   h << "</table></section>";
 }
 
 // The run of one sweep: its failure, first error line, logs and early stop.
-void sweep_run_html(std::ostringstream& h, const ordered_json& s) {
-  if (s.contains("run")) {
-    const auto& run = s["run"];
-    if (!run.value("failure", std::string()).empty())
-      h << "<div class=\"err\">" << html_escape(run["failure"].get<std::string>()) << "</div>";
-    if (run.contains("first_error"))
-      h << "<p>First matched error line (" << html_escape(run["first_error"]["pattern"].get<std::string>())
-        << ", node " << html_escape(run["first_error"]["node"].get<std::string>()) << ", line "
-        << run["first_error"]["line_no"] << "):</p><div class=\"err\">"
-        << html_escape(run["first_error"]["line"].get<std::string>()) << "</div>";
-    h << "<p class=\"muted\">run <code>" << html_escape(s.value("run_name", std::string())) << "</code>, "
-      << fmt(run.value("wall_seconds", 0.0), "%.1f") << " s, effective quantization <code>"
-      << html_escape(quantization_label(s["effective_config"])) << "</code>. Node logs: ";
-    for (const auto& n : run["nodes"])
-      h << "<a href=\"" << html_escape(n.value("log", std::string())) << "\">"
-        << html_escape(n.value("node", std::string())) << "</a> ";
-    if (run.contains("maxtext_yaml"))
-      h << "&middot; <a href=\"" << html_escape(run["maxtext_yaml"].get<std::string>())
-        << "\">MaxText YAML</a>";
-    h << "</p>";
-    if (s.contains("early_stop")) {
-      const auto& x = s["early_stop"];
-      h << "<p>" << (x.value("stopped_early", false) ? "Stopped early" : "Ran to the cap") << " after "
-        << x.value("steps_run", 0LL) << " steps (configured " << x.value("configured_steps", 0LL) << ", cap "
-        << x.value("cap", 0LL) << "): " << x.value("steps_saved", 0LL) << " steps and "
-        << fmt(x.value("seconds_saved", 0.0), "%.1f") << " s saved against the configured steps. "
-        << html_escape(x.value("reason", std::string())) << "</p>";
-    }
+void sweep_run_html(std::ostringstream& h, const SweepRecord& s) {
+  if (s.status == SweepStatus::NotRun) return;
+  const auto& run = s.run;
+  if (!run.failure.empty()) h << "<div class=\"err\">" << html_escape(run.failure) << "</div>";
+  if (run.first_error)
+    h << "<p>First matched error line (" << html_escape(run.first_error->pattern) << ", node "
+      << html_escape(run.first_error->node) << ", line " << run.first_error->line_no
+      << "):</p><div class=\"err\">" << html_escape(run.first_error->line) << "</div>";
+  h << "<p class=\"muted\">run <code>" << html_escape(s.run_name) << "</code>, "
+    << fmt(run.wall_seconds, "%.1f") << " s, effective quantization <code>"
+    << html_escape(quantization_label(s)) << "</code>. Node logs: ";
+  for (const auto& n : run.nodes)
+    h << "<a href=\"" << html_escape(n.log) << "\">" << html_escape(n.node) << "</a> ";
+  if (run.maxtext_yaml) h << "&middot; <a href=\"" << html_escape(*run.maxtext_yaml) << "\">MaxText YAML</a>";
+  h << "</p>";
+  if (s.early_stop) {
+    const auto& x = *s.early_stop;
+    h << "<p>" << (x.stopped_early ? "Stopped early" : "Ran to the cap") << " after " << x.steps_run
+      << " steps (configured " << x.configured_steps << ", cap " << x.cap << "): " << x.steps_saved
+      << " steps and " << fmt(x.seconds_saved, "%.1f") << " s saved against the configured steps. "
+      << html_escape(x.reason) << "</p>";
   }
 }
 
-void sweep_html(std::ostringstream& h, const std::string& key, const ordered_json& s) {
+void sweep_html(std::ostringstream& h, const std::string& key, const SweepRecord& s) {
   h << "<section><h2>Sweep <code>" << html_escape(key) << "</code> &mdash; "
-    << html_escape(s.value("status", std::string())) << "</h2>";
+    << html_escape(to_string(s.status)) << "</h2>";
   sweep_run_html(h, s);
   h << "<table><tr><th>Metric</th><th>Value</th><th>Threshold</th><th>Interval</th><th>Margin</th><th>"
        "Outcome</th><th>Detail</th></tr>";
   std::set<std::string> shown;
-  for (const auto& e : s.value("evaluations", ordered_json::array())) {
-    shown.insert(e["metric"].get<std::string>());
-    h << "<tr><td><code>" << html_escape(e["metric"].get<std::string>()) << "</code></td><td class=\"num\">"
-      << val(e["value"]) << "</td><td>" << threshold_cell(e) << "</td><td>" << interval_cell(e)
-      << "</td><td class=\"num\">" << margin_cell(e) << "</td><td>" << badge(e["outcome"].get<std::string>())
-      << "</td><td>" << html_escape(e.value("message", std::string())) << "</td></tr>";
+  for (const auto& e : s.evaluations) {
+    shown.insert(e.metric);
+    h << "<tr><td><code>" << html_escape(e.metric) << "</code></td><td class=\"num\">" << num(e.value)
+      << "</td><td>" << threshold_cell(e) << "</td><td>" << interval_cell(e) << "</td><td class=\"num\">"
+      << margin_cell(e) << "</td><td>" << badge(e.outcome) << "</td><td>" << html_escape(e.message)
+      << "</td></tr>";
   }
-  const auto metrics = s.value("metrics", ordered_json::object());
-  for (auto m = metrics.begin(); m != metrics.end(); ++m)
-    if (!shown.count("training." + m.key()))
-      h << "<tr><td><code>training." << html_escape(m.key()) << "</code></td><td class=\"num\">"
-        << val(m.value()) << "</td><td>&mdash;</td><td>&mdash;</td><td>&mdash;</td><td>" << badge("RECORD")
+  for (const auto& [name, v] : s.metrics)
+    if (!shown.count("training." + name))
+      h << "<tr><td><code>training." << html_escape(name) << "</code></td><td class=\"num\">" << num(v)
+        << "</td><td>&mdash;</td><td>&mdash;</td><td>&mdash;</td><td>" << badge(Outcome::Record)
         << "</td><td>not evaluated in this session</td></tr>";
   h << "</table>";
-  h << "<div class=\"plots\"><div><h3>Loss curve</h3>"
-    << loss_svg(s.value("loss_curve", ordered_json::array()), s.value("sampled_curve", ordered_json::array()))
-    << "</div><div><h3>Step-time distribution (steady state)</h3>"
-    << step_time_svg(s.value("step_times_ms", ordered_json::array())) << "</div></div>";
-  for (const auto& n : s.value("notes", ordered_json::array()))
-    h << "<p class=\"muted\">" << html_escape(n.get<std::string>()) << "</p>";
+  h << "<div class=\"plots\"><div><h3>Loss curve</h3>" << loss_svg(s.loss_curve, s.sampled_curve)
+    << "</div><div><h3>Step-time distribution (steady state)</h3>" << step_time_svg(s.step_times_ms)
+    << "</div></div>";
+  for (const auto& n : s.notes) h << "<p class=\"muted\">" << html_escape(n) << "</p>";
   h << "</section>";
 }
 
-void checkpoint_html(std::ostringstream& h, const ordered_json& r) {
-  if (r.contains("checkpoint_resume")) {
-    const auto& c = r["checkpoint_resume"];
-    h << "<section><h2>Checkpoint save/resume &mdash; " << badge(c.value("passed", false) ? "PASS" : "FAIL")
-      << "</h2><p>" << html_escape(c.value("message", std::string())) << "</p><table>";
-    for (const char* k :
-         {"saved_step", "restored_step", "resumed_first_step", "boundary_loss_phase1", "boundary_loss_phase2",
-          "checkpoint_save_seconds", "checkpoint_load_seconds", "max_save_seconds", "max_load_seconds"})
-      h << "<tr><th>" << k << "</th><td class=\"num\">" << val(c.value(k, ordered_json())) << "</td></tr>";
-    h << "</table></section>";
-  }
+template <class T>
+std::string opt_cell(const std::optional<T>& v) {
+  return v ? num(static_cast<double>(*v)) : "&mdash;";
 }
 
-void baseline_html(std::ostringstream& h, const ordered_json& r) {
-  if (r.contains("baseline_comparison")) {
-    const auto& b = r["baseline_comparison"];
-    h << "<section><h2>Compared with the baseline</h2>";
-    if (b.contains("error")) {
-      h << "<div class=\"err\">" << html_escape(b.value("baseline", std::string())) << ": "
-        << html_escape(b["error"].get<std::string>()) << "</div>";
-    } else {
-      h << "<p>" << html_escape(b.value("baseline", std::string())) << " ("
-        << html_escape(b.value("baseline_started_at", std::string())) << "), tolerance "
-        << val(b["tolerance_pct"]) << "%: " << badge(b.value("regression", false) ? "FAIL" : "PASS")
-        << (b.value("regression", false) ? " regression" : " no regression")
-        << "</p><table><tr><th>Sweep</th><th>Metric</th><th>Old</th><th>New</th><th>Delta "
-           "%</th><th></th></tr>";
-      for (const auto& d : b["deltas"])
-        h << "<tr><td><code>" << html_escape(d["sweep"].get<std::string>()) << "</code></td><td><code>"
-          << html_escape(d["metric"].get<std::string>()) << "</code></td><td class=\"num\">" << val(d["old"])
-          << "</td><td class=\"num\">" << val(d["new"]) << "</td><td class=\"num\">" << val(d["delta_pct"])
-          << "</td><td>" << (d.value("regression", false) ? badge("FAIL") : std::string()) << "</td></tr>";
-      h << "</table>";
-      for (const auto& n : b["notes"])
-        h << "<p class=\"muted\">" << html_escape(n.get<std::string>()) << "</p>";
-    }
-    h << "</section>";
-  }
+void checkpoint_html(std::ostringstream& h, const Results& r) {
+  if (!r.checkpoint) return;
+  const auto& c = *r.checkpoint;
+  h << "<section><h2>Checkpoint save/resume &mdash; " << badge(c.passed ? Outcome::Pass : Outcome::Fail)
+    << "</h2><p>" << html_escape(c.message) << "</p><table>";
+  const std::pair<const char*, std::string> rows[] = {
+      {"saved_step", opt_cell(c.saved_step)},
+      {"restored_step", opt_cell(c.restored_step)},
+      {"resumed_first_step", opt_cell(c.resumed_first_step)},
+      {"boundary_loss_phase1", opt_cell(c.boundary_loss_phase1)},
+      {"boundary_loss_phase2", opt_cell(c.boundary_loss_phase2)},
+      {"checkpoint_save_seconds", opt_cell(c.save_seconds)},
+      {"checkpoint_load_seconds", opt_cell(c.load_seconds)},
+      {"max_save_seconds", num(c.max_save_seconds)},
+      {"max_load_seconds", num(c.max_load_seconds)}};
+  for (const auto& [k, v] : rows) h << "<tr><th>" << k << "</th><td class=\"num\">" << v << "</td></tr>";
+  h << "</table></section>";
 }
 
-void config_html(std::ostringstream& h, const ordered_json& r) {
-  const auto& cfg = r["config"];
+void baseline_html(std::ostringstream& h, const Results& r) {
+  if (!r.baseline) return;
+  const auto& b = *r.baseline;
+  h << "<section><h2>Compared with the baseline</h2>";
+  if (!b.error.empty()) {
+    h << "<div class=\"err\">" << html_escape(b.baseline) << ": " << html_escape(b.error) << "</div>";
+  } else {
+    const bool regression = b.comparison.any_regression();
+    h << "<p>" << html_escape(b.baseline) << " (" << html_escape(b.baseline_started_at) << "), tolerance "
+      << num(b.tolerance_pct) << "%: " << badge(regression ? Outcome::Fail : Outcome::Pass)
+      << (regression ? " regression" : " no regression")
+      << "</p><table><tr><th>Sweep</th><th>Metric</th><th>Old</th><th>New</th><th>Delta "
+         "%</th><th></th></tr>";
+    for (const auto& d : b.comparison.deltas)
+      h << "<tr><td><code>" << html_escape(d.sweep) << "</code></td><td><code>training."
+        << html_escape(d.metric) << "</code></td><td class=\"num\">" << num(d.old_value)
+        << "</td><td class=\"num\">" << num(d.new_value) << "</td><td class=\"num\">" << num(d.delta_pct)
+        << "</td><td>" << (d.regression ? badge(Outcome::Fail) : std::string()) << "</td></tr>";
+    h << "</table>";
+    for (const auto& n : b.comparison.notes) h << "<p class=\"muted\">" << html_escape(n) << "</p>";
+  }
+  h << "</section>";
+}
+
+void config_html(std::ostringstream& h, const Results& r) {
+  const auto& c = r.config;
   h << "<section><h2>Config and cluster</h2><table>";
-  for (auto it = cfg.begin(); it != cfg.end(); ++it)
-    h << "<tr><th>" << html_escape(it.key()) << "</th><td>" << val(it.value()) << "</td></tr>";
+  const std::pair<const char*, std::string> rows[] = {
+      {"file", html_escape(c.file)},
+      {"sha256", html_escape(c.sha256)},
+      {"gpu_name", html_escape(c.gpu_name)},
+      {"gpus_per_node", num(c.gpus_per_node)},
+      {"mode", html_escape(c.mode)},
+      {"model", html_escape(c.model)},
+      {"enforce_thresholds", c.enforce_thresholds ? "true" : "false"},
+      {"threshold_file", html_escape(c.threshold_file)},
+      {"thresholds_source", html_escape(c.thresholds_source)},
+      {"runtime", html_escape(c.runtime)},
+      {"image", html_escape(c.image)},
+      {"runs", html_escape(ordered_json(c.runs).dump())}};
+  for (const auto& [k, v] : rows) h << "<tr><th>" << k << "</th><td>" << v << "</td></tr>";
   h << "<tr><th>nodes</th><td>";
-  for (const auto& n : r["cluster"]["nodes"])
-    h << html_escape(n.value("name", std::string())) << " (" << html_escape(n.value("host", std::string()))
-      << ", " << html_escape(n.value("transport", std::string())) << ") ";
-  h << "</td></tr><tr><th>provenance</th><td><code>" << html_escape(r["provenance"].dump())
+  for (const auto& n : r.cluster.nodes)
+    h << html_escape(n.name) << " (" << html_escape(n.host) << ", " << html_escape(n.transport) << ") ";
+  h << "</td></tr><tr><th>provenance</th><td><code>" << html_escape(r.provenance.dump())
     << "</code></td></tr></table></section>";
 }
 
 }  // namespace
 
-std::string render_html(const ordered_json& r) {
+std::string render_html(const Results& r) {
   std::ostringstream h;
-  const std::string status = r.value("status", std::string("FAIL"));
-  const auto& cfg = r["config"];
-  h << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
-    << html_escape(r.value("suite", std::string())) << " " << status << "</title><style>" << kCss
-    << "</style></head><body>";
-  h << "<header class=\"" << status << "\"><h1>" << html_escape(r.value("suite", std::string())) << ": "
-    << status << "</h1><p>" << html_escape(cfg.value("model", std::string())) << " on "
-    << html_escape(cfg.value("gpu_name", std::string())) << " &middot; "
-    << html_escape(cfg.value("mode", std::string())) << " &middot; " << r["cluster"]["nodes"].size()
-    << " node(s) &times; " << cfg.value("gpus_per_node", 0) << " &middot; "
-    << html_escape(r.value("started_at", std::string())) << "</p></header><main>";
+  const std::string status = to_string(r.status());
+  const auto& cfg = r.config;
+  h << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << html_escape(r.suite) << " "
+    << status << "</title><style>" << kCss << "</style></head><body>";
+  h << "<header class=\"" << status << "\"><h1>" << html_escape(r.suite) << ": " << status << "</h1><p>"
+    << html_escape(cfg.model) << " on " << html_escape(cfg.gpu_name) << " &middot; " << html_escape(cfg.mode)
+    << " &middot; " << r.cluster.nodes.size() << " node(s) &times; " << cfg.gpus_per_node << " &middot; "
+    << html_escape(r.started_at) << "</p></header><main>";
   summary_html(h, r);
-  for (auto it = r["sweeps"].begin(); it != r["sweeps"].end(); ++it) sweep_html(h, it.key(), it.value());
+  for (const auto& [key, s] : r.sweeps) sweep_html(h, key, s);
   checkpoint_html(h, r);
   baseline_html(h, r);
   h << thresholds_section(r);

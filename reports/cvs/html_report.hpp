@@ -1,12 +1,14 @@
-// The self-contained HTML report (inline CSS and SVG, no network), rendered from results.json.
+// The self-contained HTML report (inline CSS and SVG, no network), rendered from a session's
+// typed results (results_file.hpp).
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include "cvs/results_file.hpp"
 
 namespace cvs::report {
 
-std::string render_html(const nlohmann::ordered_json& results);
+std::string render_html(const Results& results);
 std::string html_escape(const std::string& s);
 
 }  // namespace cvs::report

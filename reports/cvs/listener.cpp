@@ -4,19 +4,18 @@
 #include <fstream>
 
 #include "cvs/html_report.hpp"
-#include "cvs/results_json.hpp"
 
 namespace cvs::report {
 
-void ReportListener::OnTestEnd(const ::testing::TestInfo& info) {
+StageRecord stage_record(const ::testing::TestInfo& info) {
   const auto* r = info.result();
-  TestRecord t;
-  t.full_name = std::string(info.test_suite_name()) + "." + info.name();
+  StageRecord t;
+  t.test = std::string(info.test_suite_name()) + "." + info.name();
   std::string suite = info.test_suite_name();
   if (auto slash = suite.find('/'); slash != std::string::npos) suite = suite.substr(slash + 1);
   t.stage = suite;
   t.seconds = static_cast<double>(r->elapsed_time()) / 1000.0;
-  t.status = r->Failed() ? "FAIL" : (r->Skipped() ? "SKIPPED" : "PASS");
+  t.status = r->Failed() ? TestStatus::Fail : (r->Skipped() ? TestStatus::Skipped : TestStatus::Pass);
   for (int i = 0; i < r->total_part_count(); ++i) {
     const auto& part = r->GetTestPartResult(i);
     if (part.failed() || part.skipped()) {
@@ -29,19 +28,24 @@ void ReportListener::OnTestEnd(const ::testing::TestInfo& info) {
     t.properties.emplace_back(p.key(), p.value());
     if (std::string(p.key()) == "summary" && t.message.empty()) t.message = p.value();
   }
-  records_.push_back(std::move(t));
+  t.outcome = stage_outcome(t.status, t.property("outcome"));
+  return t;
+}
+
+void ReportListener::OnTestEnd(const ::testing::TestInfo& info) {
+  records_.push_back(stage_record(info));
 }
 
 void ReportListener::OnTestProgramEnd(const ::testing::UnitTest&) {
-  auto& s = fixtures::Session::get();
-  if (s.opts.output.empty()) return;
-  const auto results = build_results(s, records_);
-  const auto json_path = s.opts.output / "results.json";
-  const auto html_path = s.opts.output / "report.html";
-  std::ofstream(json_path) << results.dump(2) << "\n";
-  std::ofstream(html_path) << render_html(results);
-  std::fprintf(stderr, "\ncvs: %s: %s\ncvs: report  %s\ncvs: results %s\n", s.opts.suite_name.c_str(),
-               results["status"].get<std::string>().c_str(), html_path.c_str(), json_path.c_str());
+  auto target = source_(records_);
+  if (!target) return;
+  const auto json_path = target->folder / "results.json";
+  const auto html_path = target->folder / "report.html";
+  std::ofstream(json_path) << to_json(target->results).dump(2) << "\n";
+  std::ofstream(html_path) << render_html(target->results);
+  status_ = target->results.status();
+  std::fprintf(stderr, "\ncvs: %s: %s\ncvs: report  %s\ncvs: results %s\n", target->results.suite.c_str(),
+               to_string(*status_).c_str(), html_path.c_str(), json_path.c_str());
 }
 
 }  // namespace cvs::report

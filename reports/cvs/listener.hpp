@@ -1,23 +1,43 @@
-// The gtest TestEventListener that records every test (status, message, RecordProperty values)
-// and, when the program ends, writes results.json and report.html into the session's folder.
+// The gtest TestEventListener that records every test as a StageRecord (status, outcome,
+// message, RecordProperty values) and, when the program ends, writes results.json and
+// report.html of the Results its source builds from them. It knows no session: the suite hands
+// it the source (fixtures::session_results), so reports/ depends on lib/ types only.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <functional>
+#include <optional>
 #include <vector>
 
-#include "cvs/test_record.hpp"
+#include "cvs/results_file.hpp"
 
 namespace cvs::report {
 
+struct ReportTarget {
+  std::filesystem::path folder;  // results.json and report.html go here
+  Results results;
+};
+// The session's results for the stages as gtest ended them; nullopt: nothing to write.
+using ReportSource = std::function<std::optional<ReportTarget>(std::vector<StageRecord>)>;
+
+// The record of one ended test: its stage is the test suite's name after any "prefix/".
+StageRecord stage_record(const ::testing::TestInfo& info);
+
 class ReportListener : public ::testing::EmptyTestEventListener {
  public:
+  explicit ReportListener(ReportSource source) : source_(std::move(source)) {}
   void OnTestEnd(const ::testing::TestInfo& info) override;
   void OnTestProgramEnd(const ::testing::UnitTest& unit) override;
-  const std::vector<TestRecord>& records() const { return records_; }
+  const std::vector<StageRecord>& records() const { return records_; }
+  // The session's status once written (nullopt before, or when there was nothing to write).
+  std::optional<Outcome> status() const { return status_; }
 
  private:
-  std::vector<TestRecord> records_;
+  std::optional<Outcome> status_;
+  ReportSource source_;
+  std::vector<StageRecord> records_;
 };
 
 }  // namespace cvs::report

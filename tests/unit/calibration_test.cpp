@@ -5,6 +5,7 @@
 
 #include "cvs/calibration.hpp"
 #include "cvs/cluster.hpp"
+#include "cvs/results_file.hpp"
 #include "cvs/sha256.hpp"
 #include "test_helpers.hpp"
 
@@ -15,13 +16,14 @@ namespace {
 const char* kSweep = "BS=2,PRECISION=BF16,SL=128";
 
 // A results.json of one repeat: tokens/s estimate e with interval e +- hw, step time 1000 / e.
-J repeat(double e, double hw, const std::string& status = "COMPLETED") {
+cvs::Results repeat(double e, double hw, const std::string& status = "COMPLETED") {
   J r;
+  r["schema_version"] = 1;
   r["provenance_fields"] = {{"maxtext_version", "0.2.5"}, {"cpu_count", 2}, {"config_sha256", "abc"}};
   J iv = {{"tokens_per_sec_per_gpu", {{"estimate", e}, {"lo", e - hw}, {"hi", e + hw}}},
           {"step_time_mean_ms", {{"estimate", 1e6 / e}, {"lo", 1e6 / (e + hw)}, {"hi", 1e6 / (e - hw)}}}};
   r["sweeps"][kSweep] = {{"status", status}, {"steady_state", {{"found", true}, {"intervals", iv}}}};
-  return r;
+  return cvs::results_from_json(r);
 }
 
 cvs::ThresholdFile base_file() {
@@ -35,7 +37,7 @@ cvs::ThresholdFile base_file() {
 }  // namespace
 
 TEST(Calibration, GatesFollowTheRuleAndKeepTheBaseFilesOtherGates) {
-  const std::vector<J> results = {repeat(1000, 20), repeat(1040, 20), repeat(960, 20)};
+  const std::vector<cvs::Results> results = {repeat(1000, 20), repeat(1040, 20), repeat(960, 20)};
   cvs::CalibrationRule rule;
   rule.min_slack_pct = 40;
   const auto f = cvs::build_calibration(results, base_file(), rule, "2026-12-03");

@@ -7,6 +7,7 @@
 
 #include "cvs/card.hpp"
 #include "cvs/compare.hpp"
+#include "cvs/results_file.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -42,7 +43,7 @@ std::vector<J> shared_entries() {
 TEST(Card, EntriesHaveTheKeysAndTypesOfTheSharedCards) {
   const auto theirs = shared_entries();
   ASSERT_FALSE(theirs.empty()) << "tests/data/cards/megatron_bridge_cards_subset.json has no entries";
-  const auto card = cvs::make_card(results(), "2026-12-02");
+  const auto card = cvs::make_card(cvs::results_from_json(results()), "2026-12-02");
   const auto& ours = card["models"][0]["entries"];
   ASSERT_EQ(ours.size(), 3u) << "two sweeps and the checkpoint_resume entry";
   for (const auto& e : ours) {
@@ -89,7 +90,7 @@ TEST(Card, AFailedGateLeavesTheEntryUnverified) {
       st["outcome"] = "FAIL";
       st["status"] = "FAIL";
     }
-  const auto card = cvs::make_card(r, "2026-12-02");
+  const auto card = cvs::make_card(cvs::results_from_json(r), "2026-12-02");
   EXPECT_EQ(card["models"][0]["entries"][0]["status"], "unverified");
   EXPECT_TRUE(card["models"][0]["entries"][0]["last_verified"].is_null());
   EXPECT_EQ(card["models"][0]["entries"][1]["status"], "verified") << "the other sweep is unaffected";
@@ -104,14 +105,14 @@ TEST(Card, AnInconclusiveOrErroredGateLeavesTheEntryUnverifiedEvenWhenItPassed) 
         st["outcome"] = outcome;
         st["status"] = "PASS";  // on_inconclusive: pass lets the test pass; the card must not
       }
-    const auto card = cvs::make_card(r, "2026-12-03");
+    const auto card = cvs::make_card(cvs::results_from_json(r), "2026-12-03");
     EXPECT_EQ(card["models"][0]["entries"][0]["status"], "unverified") << outcome;
     EXPECT_EQ(card["models"][0]["entries"][1]["status"], "verified") << outcome;
   }
 }
 
 TEST(Compare, IdenticalRunsHaveNoRegression) {
-  auto c = cvs::compare_results(results(), results(), 5.0);
+  auto c = cvs::compare_results(cvs::results_from_json(results()), cvs::results_from_json(results()), 5.0);
   EXPECT_FALSE(c.any_regression());
   EXPECT_FALSE(c.deltas.empty());
   for (const auto& d : c.deltas) EXPECT_EQ(d.delta_pct, 0.0) << d.metric;
@@ -123,7 +124,7 @@ TEST(Compare, WorseBeyondToleranceIsARegressionInEitherDirection) {
   m["tokens_per_sec_per_gpu"] = m["tokens_per_sec_per_gpu"].get<double>() * 0.90;
   m["step_time_p95_ms"] = m["step_time_p95_ms"].get<double>() * 1.04;
   m["initial_loss"] = m["initial_loss"].get<double>() * 2.0;
-  auto c = cvs::compare_results(old, slower, 5.0);
+  auto c = cvs::compare_results(cvs::results_from_json(old), cvs::results_from_json(slower), 5.0);
   EXPECT_TRUE(c.any_regression());
   for (const auto& d : c.deltas) {
     if (d.sweep != "BS=2,PRECISION=BF16,SL=128") continue;
@@ -141,7 +142,8 @@ TEST(Compare, WorseBeyondToleranceIsARegressionInEitherDirection) {
   auto faster = results();
   faster["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["metrics"]["tokens_per_sec_per_gpu"] =
       old["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["metrics"]["tokens_per_sec_per_gpu"].get<double>() * 1.5;
-  EXPECT_FALSE(cvs::compare_results(old, faster, 5.0).any_regression());
+  EXPECT_FALSE(cvs::compare_results(cvs::results_from_json(old), cvs::results_from_json(faster), 5.0)
+                   .any_regression());
 }
 
 TEST(Compare, CliExitsNonZeroOnRegression) {
@@ -177,7 +179,7 @@ TEST(Card, TopologyAndMemoryUseTheSharedCardsKeys) {
                           {"dcn_pipeline_parallelism", 4},
                           {"dcn_data_parallelism", -1}};
   sweep["metrics"]["peak_memory_gb"] = 61.5;
-  const auto card = cvs::make_card(r, "2026-12-03");
+  const auto card = cvs::make_card(cvs::results_from_json(r), "2026-12-03");
   const auto& e = card["models"][0]["entries"][0];
   const auto& topo = e["command_topologies"][0];
   EXPECT_EQ(topo["tensor_parallel"], "2");

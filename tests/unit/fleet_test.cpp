@@ -144,9 +144,10 @@ TEST(Fleet, ANodesFiguresComeFromItsResultsFile) {
       << "an older results.json: no provenance_fields, no intervals";
   const auto failed_file =
       fs::temp_directory_path() / ("cvs_fleet_failed_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(failed_file)
-      << R"({"status": "FAIL", "stages": [{"test": "t1", "outcome": "PASS", "message": "ok"},
-    {"test": "sweep/run", "outcome": "FAIL", "message": "Failed\nn1: the training process is gone\n"}]})";
+  std::ofstream(failed_file) << R"({"schema_version": 1, "sweeps": {}, "stages": [
+    {"test": "t1", "status": "PASS", "outcome": "PASS", "message": "ok"},
+    {"test": "sweep/run", "status": "FAIL", "outcome": "FAIL",
+     "message": "Failed\nn1: the training process is gone\n"}]})";
   const auto failed = cvs::read_fleet_node("n1", failed_file);
   fs::remove(failed_file);
   EXPECT_EQ(failed.status, "FAIL");
@@ -171,11 +172,13 @@ nlohmann::json h100_node_results(const std::string& name, int drop_gpus, double 
   std::string gpus;
   for (const auto& d : probe.devices) gpus += (gpus.empty() ? "" : ", ") + d.name + " " + d.arch;
   nlohmann::json r;
-  r["status"] = "PASS";
+  r["schema_version"] = 1;
   r["provenance"] = {{"nodes", {{{"local_devices", probe.devices.size()}, {"node", name}}}}, {"gpus", {pj}}};
   r["provenance_fields"] = {
       {"jax_version", jax}, {"device_kind", "NVIDIA H100 80GB HBM3"}, {"gpus", gpus}, {"cpu_count", 224}};
   auto& sweep = r["sweeps"]["BS=4"];
+  sweep["test_name"] = "BS_4";
+  sweep["status"] = "COMPLETED";
   sweep["metrics"] = {
       {"tokens_per_sec_per_gpu", steady_tok * 0.98}, {"step_time_p50_ms", 400}, {"final_loss", 2.5}};
   sweep["steady_state"]["intervals"]["tokens_per_sec_per_gpu"] = {

@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "cvs/calibration.hpp"
 #include "cvs/cluster.hpp"
+#include "cvs/results_file.hpp"
 #include "cvs/utc_time.hpp"
 
 namespace fs = std::filesystem;
@@ -38,11 +39,10 @@ int run_attached(const std::vector<std::string>& argv) {
 
 // Runs the suite's setup and training runs `repeats` times; their results.json, or nothing when a
 // repeat did not pass (said on stderr).
-std::optional<std::vector<ordered_json>> run_repeats(const fs::path& exe, const std::string& config,
-                                                     const std::string& cluster, const fs::path& dir,
-                                                     int repeats,
-                                                     const std::vector<std::string>& suite_args) {
-  std::vector<ordered_json> results;
+std::optional<std::vector<Results>> run_repeats(const fs::path& exe, const std::string& config,
+                                                const std::string& cluster, const fs::path& dir, int repeats,
+                                                const std::vector<std::string>& suite_args) {
+  std::vector<Results> results;
   for (int i = 1; i <= repeats; ++i) {
     const fs::path rdir = dir / ("repeat-" + std::to_string(i));
     std::vector<std::string> argv = {exe.string(),
@@ -56,14 +56,13 @@ std::optional<std::vector<ordered_json>> run_repeats(const fs::path& exe, const 
     argv.insert(argv.end(), suite_args.begin(), suite_args.end());
     std::cerr << "cvs calibrate: repeat " << i << "/" << repeats << " -> " << rdir.string() << "\n";
     const int rc = run_attached(argv);
-    std::ifstream in(rdir / "results.json");
-    if (rc != 0 || !in) {
+    if (rc != 0 || !fs::exists(rdir / "results.json")) {
       std::cerr << "cvs calibrate: repeat " << i << " did not pass (exit " << rc << "; report "
                 << (rdir / "report.html").string()
                 << "): calibrate on a known-good node or cluster; nothing was written\n";
       return std::nullopt;
     }
-    results.push_back(ordered_json::parse(in));
+    results.push_back(read_results(rdir / "results.json"));
   }
   return results;
 }

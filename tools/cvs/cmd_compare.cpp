@@ -22,7 +22,7 @@ int cmd_compare(const Args& args) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--json", json, "print the comparison as JSON");
   if (auto rc = parse_cli(app, args)) return *rc;
-  const nlohmann::ordered_json docs[2] = {read_results_json(old_file), read_results_json(new_file)};
+  const Results docs[2] = {read_results_json(old_file), read_results_json(new_file)};
   const auto c = compare_results(docs[0], docs[1], tol);
   if (json) {
     std::cout << to_json(c, tol).dump(2) << "\n";

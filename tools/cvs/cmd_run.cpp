@@ -8,18 +8,8 @@
 
 namespace cvs::cli {
 
-nlohmann::ordered_json read_results_json(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw BadInput("cannot read " + file);
-  try {
-    auto j = nlohmann::ordered_json::parse(in);
-    if (!j.is_object() || !j.contains("sweeps"))
-      throw BadInput(file +
-                     " is not a results.json of cvs-maxtext (no \"sweeps\"): pass a session's results.json");
-    return j;
-  } catch (const nlohmann::json::parse_error& e) {
-    throw BadInput(file + " is not valid JSON: " + e.what());
-  }
+Results read_results_json(const std::string& file) {
+  return read_results(file);
 }
 
 std::filesystem::path suite_executable(const std::string& suite) {

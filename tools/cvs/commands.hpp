@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "cvs/results_file.hpp"
+
 namespace cvs::cli {
 
 using Args = std::vector<std::string>;
@@ -25,7 +27,7 @@ class BadInput : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 // A results.json, or BadInput naming the file and what is wrong.
-nlohmann::ordered_json read_results_json(const std::string& file);
+Results read_results_json(const std::string& file);
 
 // build/suites/SUITE beside this binary's build tree.
 std::filesystem::path suite_executable(const std::string& suite);

@@ -1,0 +1,25 @@
+// Outcome: what a gate or a stage came to, the one list every layer uses (evaluations, stages,
+// the session's status, results.json, the report's badges, JUnit, the cards, fleet mode).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cvs {
+
+// PASS / FAIL: a gate decided. RECORD: measured, not gated. N/A: the run did not produce the
+// metric. INCONCLUSIVE: the interval straddles the threshold. ERROR: the infrastructure kept the
+// stage from deciding. SKIPPED: the stage did not run.
+enum class Outcome { Pass, Fail, Record, NA, Inconclusive, Error, Skipped };
+// "PASS", "FAIL", "RECORD", "N/A", "INCONCLUSIVE", "ERROR", "SKIPPED"
+std::string to_string(Outcome o);
+// The inverse of to_string; nullopt for any other word.
+std::optional<Outcome> outcome_from_string(std::string_view s);
+// Outcomes that keep a stage from verifying anything (a card entry, a fleet node): FAIL,
+// INCONCLUSIVE, ERROR.
+inline bool is_unverified(Outcome o) {
+  return o == Outcome::Fail || o == Outcome::Inconclusive || o == Outcome::Error;
+}
+
+}  // namespace cvs
