@@ -14,7 +14,7 @@
 #include "cvs/maxtext_yaml.hpp"
 #include "cvs/node_agent.hpp"
 #include "cvs/node_stream.hpp"
-#include "cvs/slurm.hpp"
+#include "cvs/placement.hpp"
 #include "cvs/text_file.hpp"
 
 namespace fs = std::filesystem;
@@ -68,7 +68,12 @@ void install_interrupt_handler() {
 }
 
 Launcher::Launcher(const SuiteConfig& cfg, Cluster& cluster, PollPolicy policy)
-    : cfg_(cfg), cluster_(cluster), policy_(policy), runtime_(make_runtime(cfg)), transport_(cluster) {
+    : cfg_(cfg),
+      cluster_(cluster),
+      policy_(policy),
+      runtime_(make_runtime(cfg)),
+      transport_(cluster),
+      placement_(Placement::for_cluster(cluster_, *runtime_, transport_)) {
   raise_fd_limit();
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -124,8 +129,7 @@ EnvList Launcher::hf_env() const {
 
 std::vector<std::string> Launcher::agent_argv(std::size_t rank, const std::vector<std::string>& program,
                                               const EnvList& env) const {
-  if (cluster_.is_slurm()) return program;  // the agent runs here; training is an srun step
-  return transport_.wrap(cluster_.nodes[rank], runtime_->exec_argv(program, env));
+  return placement_->agent_argv(rank, program, env);
 }
 
 std::vector<ProcResult> Launcher::agent_fan_out(const std::vector<std::vector<std::string>>& per_node,
@@ -136,43 +140,6 @@ std::vector<ProcResult> Launcher::agent_fan_out(const std::vector<std::vector<st
     reqs.push_back(
         {agent_argv(r, per_node[r], r < env.size() ? env[r] : EnvList{}), timeout, cluster_.nodes[r].name});
   return run_all(reqs);
-}
-
-std::vector<std::string> Launcher::allocate() {
-  auto a = slurm_allocate(cluster_.slurm,
-                          std::chrono::milliseconds(static_cast<long long>(policy_.startup_s * 1000)));
-  if (!a.job_id.empty()) {
-    cluster_.slurm.job_id = a.job_id;
-    allocated_ = true;  // granted: released at teardown even when its hosts could not be read
-  }
-  if (!a.ok()) return {a.error};
-  for (std::size_t i = 0; i < a.hosts.size(); ++i) {
-    cluster_.nodes[i].name = a.hosts[i];
-    cluster_.nodes[i].host = a.hosts[i];
-  }
-  cluster_.head = 0;
-  cluster_.coordinator_address = a.hosts[0];
-  return {};
-}
-
-void Launcher::cancel_slurm_steps() const {
-  // A killed srun does not always take its step with it: cancel what is left of this run.
-  const auto& id = cluster_.slurm.job_id;
-  for (int i = 0; i < 40; ++i) {
-    auto q = run_one({{"squeue", "--noheader", "--steps", "--jobs=" + id, "--format=%i"},
-                      std::chrono::seconds(30),
-                      "squeue"});
-    std::vector<std::string> steps;
-    std::stringstream ss(q.out);
-    for (std::string s; ss >> s;)
-      if (s.rfind(id + ".", 0) == 0 && s.find("extern") == std::string::npos) steps.push_back(s);
-    if (steps.empty()) return;
-    std::vector<std::string> argv = {"scancel", "--quiet"};
-    argv.insert(argv.end(), steps.begin(), steps.end());
-    run_one({argv, std::chrono::seconds(30), "scancel"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  spdlog::warn("slurm: steps of job {} still listed after scancel", id);
 }
 
 std::vector<std::string> Launcher::per_node_problems(const std::vector<ProcResult>& rs,
@@ -278,10 +245,8 @@ std::vector<std::string> Launcher::check_containers() const {
 std::vector<std::string> Launcher::setup() {
   std::vector<std::string> problems;
   const auto timeout = std::chrono::minutes(10);
-  if (cluster_.is_slurm() && !allocated_ && !cluster_.slurm.existing_job) {
-    problems = allocate();
-    if (!problems.empty()) return problems;
-  }
+  problems = placement_->acquire(std::chrono::milliseconds(static_cast<long long>(policy_.startup_s * 1000)));
+  if (!problems.empty()) return problems;
   auto check = [&](const std::vector<ProcResult>& rs, const std::string& what) {
     for (auto& p : per_node_problems(rs, what)) problems.push_back(std::move(p));
   };
@@ -474,7 +439,7 @@ std::string Launcher::RunMonitor::prepare() {
 // The MaxText YAML on every node (one file per rank: nodes may share a filesystem). Under Slurm it
 // is written by a step on the node; elsewhere by the start program.
 std::string Launcher::RunMonitor::write_yamls() {
-  if (!l_.cluster_.is_slurm()) return "";
+  if (!l_.placement_->writes_yaml_in_a_step()) return "";
   std::vector<std::vector<std::string>> writes(n_);
   for (std::size_t r = 0; r < n_; ++r)
     writes[r] = l_.runtime_->exec_argv(agent::write_file(nodes_[r].yaml, yaml_, false), {});
@@ -487,18 +452,17 @@ std::string Launcher::RunMonitor::write_yamls() {
 
 // Training started detached on every node at once; on a failed start every node is stopped.
 std::string Launcher::RunMonitor::start() {
-  const bool slurm = l_.cluster_.is_slurm();
+  const bool yaml_written = l_.placement_->writes_yaml_in_a_step();
   std::vector<std::vector<std::string>> per_node(n_);
   std::vector<EnvList> envs(n_);
   for (std::size_t r = 0; r < n_; ++r) {
     const auto& t = nodes_[r];
-    std::vector<std::string> train = {l_.cfg_.train_params.python, l_.train_script_, t.yaml};
-    if (slurm)  // a foreground srun step on the node, detached here
-      train = l_.transport_.wrap(l_.cluster_.nodes[r], l_.runtime_->exec_argv(train, l_.node_env(r)));
-    else
-      envs[r] = l_.node_env(r);
+    auto [train, env] =
+        l_.placement_->training(r, {l_.cfg_.train_params.python, l_.train_script_, t.yaml}, l_.node_env(r));
+    envs[r] = std::move(env);
     per_node[r] = agent::start_detached(
-        t.log, t.rc, t.pid, train, slurm ? std::nullopt : std::optional<agent::FileToWrite>({t.yaml, yaml_}));
+        t.log, t.rc, t.pid, train,
+        yaml_written ? std::nullopt : std::optional<agent::FileToWrite>({t.yaml, yaml_}));
   }
   spdlog::info("[{}] starting {} on {} node(s): {}", req_.label, req_.run_name, n_, rdir_);
   auto rs = l_.agent_fan_out(per_node, std::chrono::seconds(120), envs);
@@ -535,7 +499,7 @@ void Launcher::RunMonitor::open_streams() {
   const auto& p = l_.policy_;
   for (std::size_t r = 0; r < n_; ++r) {
     const auto& t = nodes_[r];
-    if (l_.cluster_.is_slurm())
+    if (l_.placement_->logs_here())
       streams_.add_local({t.log, t.rc, t.pid, t.offset, p.interval, p.max_bytes_per_frame, p.stop_grace_s});
     else
       streams_.add(stream_request(r));
@@ -692,7 +656,7 @@ void Launcher::RunMonitor::stop_all() {
     for (std::size_t k = 0; k < rest.size(); ++k)
       if (!rs[k].ok()) spdlog::warn("{}: stop: {}", l_.cluster_.nodes[rest[k]].name, rs[k].describe());
   }
-  if (l_.cluster_.is_slurm()) l_.cancel_slurm_steps();
+  l_.placement_->after_stop();
 }
 
 void Launcher::RunMonitor::finish_scans() {
@@ -825,11 +789,7 @@ std::vector<std::string> Launcher::teardown() {
         if (!rs[i].ok()) problems.push_back(cluster_.nodes[i].name + ": teardown: " + rs[i].describe());
     }
   }
-  if (allocated_) {
-    // Never leave an allocation behind: cancel it and wait until Slurm no longer lists it.
-    allocated_ = false;
-    if (auto why = slurm_release(cluster_.slurm.job_id); !why.empty()) problems.push_back(why);
-  }
+  for (auto& why : placement_->release()) problems.push_back(std::move(why));
   return problems;
 }
 

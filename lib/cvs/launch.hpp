@@ -98,9 +98,11 @@ using ProgressSink = std::function<void(const Progress&)>;
 // JAX_COORDINATOR_PORT when container.env does not set it (the spec's configs set 12346 too).
 inline constexpr const char* kDefaultCoordinatorPort = "12346";
 
+class Placement;  // placement.hpp
+
 class Launcher {
  public:
-  // With a slurm cluster, setup() allocates and fills cluster.nodes with the allocated hosts.
+  // With a slurm cluster, setup() allocates (the placement) and fills cluster.nodes with the hosts.
   Launcher(const SuiteConfig& cfg, Cluster& cluster, PollPolicy policy);
   ~Launcher();
 
@@ -136,9 +138,6 @@ class Launcher {
  private:
   class RunMonitor;  // one run: its nodes' trackers, streams and verdict (launch.cpp)
 
-  // Slurm: salloc --no-shell, then the hosts of SLURM_JOB_NODELIST (rank order) become the nodes
-  // and the first is the coordinator. Returns problems.
-  std::vector<std::string> allocate();
   // Container runtimes: remove a container of the configured name that an earlier session left
   // (or refuse: not ours, or in use), launch on every node, then check what reached it.
   std::vector<std::string> launch_containers();
@@ -146,11 +145,8 @@ class Launcher {
   std::vector<std::string> check_containers() const;
   std::vector<std::string> per_node_problems(const std::vector<ProcResult>& rs,
                                              const std::string& what) const;
-  // Cancels every step of the allocation (after a run was stopped).
-  void cancel_slurm_steps() const;
-  // Runs one node-agent program per node where the agent lives: on the node (through the runtime
-  // and the transport), or on this host for slurm, where training runs as a foreground srun step
-  // that streams its output here.
+  // Runs one node-agent program per node where the agent lives (the placement's: on the node, or
+  // on this host inside a Slurm allocation).
   std::vector<ProcResult> agent_fan_out(const std::vector<std::vector<std::string>>& per_node,
                                         std::chrono::milliseconds timeout,
                                         const std::vector<EnvList>& env = {}) const;
@@ -163,12 +159,12 @@ class Launcher {
   PollPolicy policy_;
   std::unique_ptr<Runtime> runtime_;
   Transport transport_;
+  std::unique_ptr<Placement> placement_;  // direct nodes or a Slurm allocation (placement.hpp)
   ContainerLabels labels_;
   std::string host_;  // this host's name (the controller of the containers it starts)
   std::string train_script_;
   std::string image_id_;
   bool launched_ = false;
-  bool allocated_ = false;
   std::vector<std::string> pid_files_live_;
 };
 
