@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cvs/config_error.hpp"
+#include "cvs/json_reader.hpp"
 #include "cvs/text_file.hpp"
 
 namespace cvs {
@@ -59,14 +60,10 @@ void check_existing_job(const OrderedJson& slurm, const std::vector<std::string>
 }
 
 void check_top_keys(const OrderedJson& root, IssueList& issues) {
-  static const std::set<std::string> known = {"nodes", "head",      "transport", "coordinator_address",
-                                              "ssh",   "overrides", "scheduler", "slurm"};
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const auto& k = it.key();
-    if (!k.empty() && k[0] != '_' && !known.count(k))
-      issues.add("/" + pointer_token(k), "unknown key '" + k + "' in the cluster file",
-                 "use nodes, head, transport, coordinator_address, ssh, overrides, scheduler or slurm");
-  }
+  JsonReader(issues).unknown_keys(
+      root, "",
+      {"nodes", "head", "transport", "coordinator_address", "ssh", "overrides", "scheduler", "slurm"},
+      "the cluster file");
 }
 
 void read_overrides_and_scheduler(const OrderedJson& root, IssueList& issues, Cluster& c) {
@@ -126,11 +123,7 @@ void read_slurm_key(const std::string& k, const OrderedJson& v, IssueList& issue
   } else if (auto* field = slurm_string(c.slurm, k)) {
     if (!v.is_string()) return issues.add(p, k + " must be a string", "quote the value");
     *field = v.get<std::string>();
-  } else {
-    issues.add(p, "unknown slurm key '" + k + "'",
-               "use nodes, partition, account, time_limit, extra_args, container_image, container_mounts, "
-               "job_id or nodelist");
-  }
+  }  // any other key: read_slurm's unknown_keys
 }
 
 // scheduler slurm: the slurm block, and the nodes: placeholders until the allocation names the
@@ -144,6 +137,10 @@ void read_slurm(const OrderedJson& root, IssueList& issues, Cluster& c) {
   } else {
     for (auto it = so->begin(); it != so->end(); ++it)
       if (it.key().empty() || it.key()[0] != '_') read_slurm_key(it.key(), *it, issues, c, nodelist);
+    JsonReader(issues).unknown_keys(*so, "/slurm",
+                                    {"nodes", "partition", "account", "time_limit", "extra_args",
+                                     "container_image", "container_mounts", "job_id", "nodelist"},
+                                    "the slurm block");
     check_existing_job(*so, nodelist, issues, c);
   }
   if (root.contains("nodes"))
@@ -198,14 +195,15 @@ std::optional<Node> read_node(const OrderedJson& n, const std::string& p, const 
       else
         node.port = it->get<int>();
     } else if (!node_string(node, k)) {
-      issues.add(pointer_join(p, k), "unknown node key '" + k + "'",
-                 "use name, host, user, ssh_key, port or transport");
+      continue;  // reported by unknown_keys below
     } else if (!it->is_string()) {
       issues.add(pointer_join(p, k), "'" + k + "' must be a string", "quote the value");
     } else {
       *node_string(node, k) = it->get<std::string>();
     }
   }
+  if (n.is_object())
+    JsonReader(issues).unknown_keys(n, p, {"name", "host", "user", "ssh_key", "port", "transport"}, "a node");
   check_node(node, p, issues);
   if (node.name.empty()) node.name = node.host;
   return node;
@@ -298,11 +296,10 @@ void read_ssh(const OrderedJson& root, IssueList& issues, Cluster& c) {
           issues.add(pointer_join(p, i), "an ssh option must be a string", "e.g. \"ProxyJump=bastion\"");
         else
           c.ssh.extra_options.push_back((*it)[i].get<std::string>());
-    } else if (!k.empty() && k[0] != '_') {
-      issues.add(p, "unknown ssh key '" + k + "'",
-                 "use connect_timeout_s, control_persist_s, control_dir or options");
     }
   }
+  JsonReader(issues).unknown_keys(
+      *s, "/ssh", {"connect_timeout_s", "control_persist_s", "control_dir", "options"}, "the ssh block");
 }
 
 }  // namespace

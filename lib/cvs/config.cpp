@@ -12,6 +12,7 @@
 #include <set>
 
 #include "cvs/config_error.hpp"
+#include "cvs/json_reader.hpp"
 #include "cvs/text_file.hpp"
 
 namespace fs = std::filesystem;
@@ -106,172 +107,6 @@ constexpr const char* kChangeme = "<changeme>";
 bool is_comment_key(const std::string& k) {
   return !k.empty() && k[0] == '_';
 }
-
-std::string type_name(const OrderedJson& j) {
-  switch (j.type()) {
-    case OrderedJson::value_t::null:
-      return "null";
-    case OrderedJson::value_t::boolean:
-      return "a boolean";
-    case OrderedJson::value_t::string:
-      return "a string";
-    case OrderedJson::value_t::array:
-      return "an array";
-    case OrderedJson::value_t::object:
-      return "an object";
-    default:
-      return "a number";
-  }
-}
-
-std::string closest(const std::string& key, const std::vector<std::string>& allowed) {
-  // Levenshtein distance; suggest when close enough to be a typo.
-  std::string best;
-  std::size_t best_d = 3;
-  for (const auto& a : allowed) {
-    std::vector<std::size_t> prev(a.size() + 1), cur(a.size() + 1);
-    for (std::size_t j = 0; j <= a.size(); ++j) prev[j] = j;
-    for (std::size_t i = 1; i <= key.size(); ++i) {
-      cur[0] = i;
-      for (std::size_t j = 1; j <= a.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (key[i - 1] == a[j - 1] ? 0 : 1)});
-      std::swap(prev, cur);
-    }
-    if (prev[a.size()] < best_d) {
-      best_d = prev[a.size()];
-      best = a;
-    }
-  }
-  return best;
-}
-
-// Typed field access that records a problem instead of throwing, so all problems surface.
-class Reader {
- public:
-  explicit Reader(IssueList& issues) : issues_(issues) {}
-
-  void unknown_keys(const OrderedJson& obj, const std::string& ptr, const std::vector<std::string>& allowed,
-                    const std::string& block) {
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
-      std::string hint = closest(it.key(), allowed);
-      issues_.add(pointer_join(ptr, it.key()), "unknown key '" + it.key() + "' in " + block,
-                  hint.empty() ? "remove it, or prefix it with '_' to keep it as a comment"
-                               : "did you mean '" + hint + "'? (prefix with '_' to keep it as a comment)");
-    }
-  }
-
-  const OrderedJson* object(const OrderedJson& parent, const std::string& key, const std::string& ptr) {
-    auto it = parent.find(key);
-    if (it == parent.end()) return nullptr;
-    if (!it->is_object()) {
-      issues_.add(pointer_join(ptr, key), "'" + key + "' must be an object, found " + type_name(*it),
-                  "write it as { ... }");
-      return nullptr;
-    }
-    return &*it;
-  }
-
-  void str(const OrderedJson& obj, const std::string& key, const std::string& ptr, std::string& out,
-           bool required = false) {
-    auto it = obj.find(key);
-    if (it == obj.end()) {
-      if (required)
-        issues_.add(pointer_join(ptr, key), "required key '" + key + "' is missing",
-                    "add \"" + key + "\": \"...\"");
-      return;
-    }
-    if (!it->is_string()) {
-      issues_.add(pointer_join(ptr, key), "'" + key + "' must be a string, found " + type_name(*it),
-                  "quote the value");
-      return;
-    }
-    out = it->get<std::string>();
-  }
-
-  void boolean(const OrderedJson& obj, const std::string& key, const std::string& ptr, bool& out) {
-    auto it = obj.find(key);
-    if (it == obj.end()) return;
-    if (!it->is_boolean()) {
-      issues_.add(pointer_join(ptr, key),
-                  "'" + key + "' must be true or false, found " + type_name(*it) + " " + it->dump(),
-                  "write true or false without quotes");
-      return;
-    }
-    out = it->get<bool>();
-  }
-
-  template <typename Int>
-  void integer(const OrderedJson& obj, const std::string& key, const std::string& ptr, Int& out,
-               long long min, bool required = false) {
-    auto it = obj.find(key);
-    if (it == obj.end()) {
-      if (required)
-        issues_.add(pointer_join(ptr, key), "required key '" + key + "' is missing",
-                    "add \"" + key + "\": <integer>");
-      return;
-    }
-    if (!it->is_number_integer()) {
-      issues_.add(pointer_join(ptr, key),
-                  "'" + key + "' must be an integer, found " + type_name(*it) + " " + it->dump(),
-                  "write a whole number without quotes");
-      return;
-    }
-    long long v = it->get<long long>();
-    if (v < min) {
-      issues_.add(pointer_join(ptr, key),
-                  "'" + key + "' is " + std::to_string(v) + ", must be >= " + std::to_string(min),
-                  "set it to at least " + std::to_string(min));
-      return;
-    }
-    out = static_cast<Int>(v);
-  }
-
-  void number(const OrderedJson& obj, const std::string& key, const std::string& ptr, double& out,
-              std::optional<double> min = std::nullopt) {
-    auto it = obj.find(key);
-    if (it == obj.end()) return;
-    if (!it->is_number()) {
-      issues_.add(pointer_join(ptr, key),
-                  "'" + key + "' must be a number, found " + type_name(*it) + " " + it->dump(),
-                  "write a number without quotes");
-      return;
-    }
-    double v = it->get<double>();
-    if (min && v < *min) {
-      issues_.add(pointer_join(ptr, key),
-                  "'" + key + "' is " + it->dump() + ", must be >= " + std::to_string(*min),
-                  "set a non-negative value");
-      return;
-    }
-    out = v;
-  }
-
-  void str_list(const OrderedJson& obj, const std::string& key, const std::string& ptr,
-                std::vector<std::string>& out) {
-    auto it = obj.find(key);
-    if (it == obj.end()) return;
-    const std::string p = pointer_join(ptr, key);
-    if (!it->is_array()) {
-      issues_.add(p, "'" + key + "' must be a list of strings, found " + type_name(*it),
-                  "write it as [\"...\", ...]");
-      return;
-    }
-    out.clear();
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      const auto& e = (*it)[i];
-      if (!e.is_string()) {
-        issues_.add(pointer_join(p, i), "list entry must be a string, found " + type_name(e),
-                    "quote the value");
-        continue;
-      }
-      out.push_back(e.get<std::string>());
-    }
-  }
-
- private:
-  IssueList& issues_;
-};
 
 // Drops '_' comment keys everywhere except inside maxtext_config, where they are errors
 // (every key there is written to the MaxText YAML and MaxText rejects unknown keys).
@@ -416,7 +251,7 @@ void check_injected_keys(const OrderedJson& obj, const std::string& ptr, IssueLi
   }
 }
 
-void read_paths(const OrderedJson& root, Reader& rd, IssueList& issues,
+void read_paths(const OrderedJson& root, JsonReader& rd, IssueList& issues,
                 std::map<std::string, std::string>& raw) {
   Paths defaults;
   raw = {{"shared_fs", defaults.shared_fs},
@@ -436,7 +271,7 @@ void read_paths(const OrderedJson& root, Reader& rd, IssueList& issues,
   }
 }
 
-void read_container(const OrderedJson& root, Reader& rd, IssueList& issues, Container& c) {
+void read_container(const OrderedJson& root, JsonReader& rd, IssueList& issues, Container& c) {
   const auto* ct = rd.object(root, "container", "");
   if (!ct) {
     if (!root.contains("container"))
@@ -503,7 +338,7 @@ void read_container(const OrderedJson& root, Reader& rd, IssueList& issues, Cont
         continue;
       }
       if (!(it->is_string() || it->is_number() || it->is_boolean())) {
-        issues.add(ptr, "env value must be a string, found " + type_name(*it), "quote the value");
+        issues.add(ptr, "env value must be a string, found " + json_type_name(*it), "quote the value");
         continue;
       }
       c.env.emplace_back(it.key(), scalar_to_string(*it));
@@ -511,7 +346,7 @@ void read_container(const OrderedJson& root, Reader& rd, IssueList& issues, Cont
   }
 }
 
-void read_train_params(const OrderedJson& root, Reader& rd, IssueList& issues, TrainParams& t) {
+void read_train_params(const OrderedJson& root, JsonReader& rd, IssueList& issues, TrainParams& t) {
   const auto* tp = rd.object(root, "train_params", "");
   const std::string P = "/train_params";
   if (!tp) {
@@ -550,7 +385,7 @@ void read_train_params(const OrderedJson& root, Reader& rd, IssueList& issues, T
         continue;
       }
       if (!(it->is_string() || it->is_number() || it->is_boolean())) {
-        issues.add(ptr, "flag value must be a scalar, found " + type_name(*it),
+        issues.add(ptr, "flag value must be a scalar, found " + json_type_name(*it),
                    "write the value as a string");
         continue;
       }
@@ -559,7 +394,7 @@ void read_train_params(const OrderedJson& root, Reader& rd, IssueList& issues, T
   }
 }
 
-void read_statistics(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
+void read_statistics(const OrderedJson& root, JsonReader& rd, IssueList& issues, SuiteConfig& c) {
   const auto* b = rd.object(root, "statistics", "");
   if (!b) return;
   const std::string P = "/statistics";
@@ -591,7 +426,7 @@ void read_statistics(const OrderedJson& root, Reader& rd, IssueList& issues, Sui
                "speed sweeps until decisive, up to extend_max_steps)");
 }
 
-void read_scaling_baseline(const OrderedJson& root, Reader& rd, IssueList& /*issues*/, SuiteConfig& c) {
+void read_scaling_baseline(const OrderedJson& root, JsonReader& rd, IssueList& /*issues*/, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "scaling_baseline", "")) {
     const std::string P = "/scaling_baseline";
     rd.unknown_keys(*b, P, {"tokens_per_sec_total", "num_nodes"}, "scaling_baseline");
@@ -600,7 +435,7 @@ void read_scaling_baseline(const OrderedJson& root, Reader& rd, IssueList& /*iss
   }
 }
 
-void read_convergence(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
+void read_convergence(const OrderedJson& root, JsonReader& rd, IssueList& issues, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "convergence", "")) {
     const std::string P = "/convergence";
     rd.unknown_keys(*b, P, {"target_metric", "target_value"}, "convergence");
@@ -613,7 +448,7 @@ void read_convergence(const OrderedJson& root, Reader& rd, IssueList& issues, Su
   }
 }
 
-void read_loss_curve(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
+void read_loss_curve(const OrderedJson& root, JsonReader& rd, IssueList& issues, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "loss_curve", "")) {
     const std::string P = "/loss_curve";
     rd.unknown_keys(*b, P, {"sample_every", "milestone_steps", "max_slope", "enforce"}, "loss_curve");
@@ -638,7 +473,7 @@ void read_loss_curve(const OrderedJson& root, Reader& rd, IssueList& issues, Sui
   }
 }
 
-void read_smoke(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
+void read_smoke(const OrderedJson& root, JsonReader& rd, IssueList& issues, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "smoke", "")) {
     const std::string P = "/smoke";
     rd.unknown_keys(*b, P, {"enabled", "steps", "per_device_batch_size", "max_target_length"}, "smoke");
@@ -654,7 +489,7 @@ void read_smoke(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteCon
   }
 }
 
-void read_checkpoint_resume(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
+void read_checkpoint_resume(const OrderedJson& root, JsonReader& rd, IssueList& issues, SuiteConfig& c) {
   if (const auto* b = rd.object(root, "checkpoint_resume", "")) {
     const std::string P = "/checkpoint_resume";
     auto& cr = c.checkpoint_resume;
@@ -684,7 +519,7 @@ void read_checkpoint_resume(const OrderedJson& root, Reader& rd, IssueList& issu
   }
 }
 
-void read_error_patterns(const OrderedJson& root, Reader& /*rd*/, IssueList& issues, SuiteConfig& c) {
+void read_error_patterns(const OrderedJson& root, JsonReader& /*rd*/, IssueList& issues, SuiteConfig& c) {
   if (auto it = root.find("error_patterns"); it != root.end()) {
     if (!it->is_object()) {
       issues.add("/error_patterns", "error_patterns must be an object {name: regex}",
@@ -714,7 +549,7 @@ void read_error_patterns(const OrderedJson& root, Reader& /*rd*/, IssueList& iss
 }
 
 // The blocks after the container and train_params, each by its own reader.
-void read_blocks(const OrderedJson& root, Reader& rd, IssueList& issues, SuiteConfig& c) {
+void read_blocks(const OrderedJson& root, JsonReader& rd, IssueList& issues, SuiteConfig& c) {
   read_scaling_baseline(root, rd, issues, c);
   read_convergence(root, rd, issues, c);
   read_loss_curve(root, rd, issues, c);
@@ -797,7 +632,7 @@ OrderedJson parse_config_json(const std::string& text, const fs::path& file) {
 }
 
 // paths: read, placeholders resolved (in paths and everywhere else in the document).
-void read_resolved_paths(OrderedJson& root, Reader& rd, IssueList& issues, const LoadOptions& options,
+void read_resolved_paths(OrderedJson& root, JsonReader& rd, IssueList& issues, const LoadOptions& options,
                          SuiteConfig& c) {
   std::map<std::string, std::string> raw_paths;
   read_paths(root, rd, issues, raw_paths);
@@ -888,7 +723,7 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
   SuiteConfig c;
   c.file = file;
   c.sha256 = sha256_hex(text);
-  Reader rd(issues);
+  JsonReader rd(issues);
   rd.unknown_keys(root, "",
                   {"gpu_name", "gpus_per_node", "threshold_json", "enforce_thresholds", "paths", "container",
                    "train_params", "scaling_baseline", "convergence", "loss_curve", "statistics", "smoke",

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "cvs/config_error.hpp"
+#include "cvs/json_reader.hpp"
 
 namespace cvs {
 
@@ -22,12 +23,14 @@ J opt(const std::optional<T>& o) {
   return o ? J(*o) : J(nullptr);
 }
 
-// One JSON object being read, with its pointer: every wrong type is a ConfigError at its key.
+// One JSON object of a results.json being read, with its pointer. The file is the suite's own
+// output, so the first wrong type ends the read (a ConfigError at its key); the user's files
+// (config, cluster, thresholds) go through JsonReader, which collects every issue.
 class In {
  public:
   In(const J& j, std::string pointer, const std::string& file)
       : j_(j), ptr_(std::move(pointer)), file_(file) {
-    if (!j_.is_object()) fail(ptr_, "is " + std::string(j_.type_name()) + ", not an object");
+    if (!j_.is_object()) fail(ptr_, "is " + json_type_name(j_) + ", not an object");
   }
   bool has(const char* k) const { return j_.contains(k); }
   const J* find(const char* k) const {
@@ -46,13 +49,13 @@ class In {
   std::string str(const char* k, std::string dflt = "") const {
     const J* v = find(k);
     if (!v) return dflt;
-    if (!v->is_string()) fail(at_ptr(k), "is " + std::string(v->type_name()) + ", not a string");
+    if (!v->is_string()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not a string");
     return v->get<std::string>();
   }
   bool boolean(const char* k, bool dflt = false) const {
     const J* v = find(k);
     if (!v) return dflt;
-    if (!v->is_boolean()) fail(at_ptr(k), "is " + std::string(v->type_name()) + ", not true/false");
+    if (!v->is_boolean()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not true/false");
     return v->get<bool>();
   }
   // A number; null reads as NaN (a figure that was not finite).
@@ -64,7 +67,7 @@ class In {
   Int integer(const char* k, Int dflt = 0) const {
     const J* v = find(k);
     if (!v) return dflt;
-    if (!v->is_number_integer()) fail(at_ptr(k), "is " + std::string(v->type_name()) + ", not an integer");
+    if (!v->is_number_integer()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not an integer");
     return v->get<Int>();
   }
   std::optional<double> opt_num(const char* k) const {
@@ -91,12 +94,12 @@ class In {
     static const J empty = J::array();
     const J* v = find(k);
     if (!v) return empty;
-    if (!v->is_array()) fail(at_ptr(k), "is " + std::string(v->type_name()) + ", not an array");
+    if (!v->is_array()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not an array");
     return *v;
   }
   double number(const J& v, const std::string& ptr) const {
     if (v.is_null()) return NAN;
-    if (!v.is_number()) fail(ptr, "is " + std::string(v.type_name()) + ", not a number");
+    if (!v.is_number()) fail(ptr, "is " + json_type_name(v) + ", not a number");
     return v.get<double>();
   }
   [[noreturn]] void fail(const std::string& ptr, const std::string& what) const {

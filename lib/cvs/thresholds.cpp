@@ -1,5 +1,7 @@
 #include "cvs/thresholds.hpp"
 
+#include "cvs/json_reader.hpp"
+
 #include "cvs/format.hpp"
 #include "cvs/metric_catalog.hpp"
 
@@ -122,11 +124,8 @@ std::optional<ThresholdSpec> read_spec(const std::string& key, const nlohmann::o
     issues.add(mptr, "spec must be an object {kind, value}", "write {\"kind\": \"min\", \"value\": 100.0}");
     return std::nullopt;
   }
-  for (auto k = m.begin(); k != m.end(); ++k)
-    if ((k.key().empty() || k.key()[0] != '_') && k.key() != "kind" && k.key() != "value" &&
-        k.key() != "tolerance_pct" && k.key() != "reference")
-      issues.add(pointer_join(mptr, k.key()), "unknown key '" + k.key() + "' in a threshold spec",
-                 "use kind, value, tolerance_pct (within) or reference (min_ratio)");
+  JsonReader(issues).unknown_keys(m, mptr, {"kind", "value", "tolerance_pct", "reference"},
+                                  "a threshold spec");
   auto kind = m.find("kind");
   if (kind == m.end() || !kind->is_string()) {
     issues.add(pointer_join(mptr, "kind"), "missing or non-string 'kind'",

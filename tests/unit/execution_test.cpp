@@ -201,6 +201,21 @@ TEST(Cluster, ErrorsCarryPointers) {
                                    "/ssh/options/1", "must be a string"));
   EXPECT_TRUE(cvs::test::has_issue(issues_of(R"({"nodes": ["a"], "ssh": {"control_dir": 5}})"),
                                    "/ssh/control_dir", "must be a string"));
+  // One reader for the user's files (json_reader.hpp): a mistyped key of any block gets its
+  // "did you mean", like the config file's.
+  auto fix_at = [&](const std::string& text, const std::string& pointer) {
+    for (const auto& i : issues_of(text))
+      if (i.pointer == pointer) return i.fix;
+    return std::string("(no issue at ") + pointer + ")";
+  };
+  EXPECT_EQ(fix_at(R"({"nodes": ["a"], "ssh": {"conect_timeout_s": 5}})", "/ssh/conect_timeout_s"),
+            "did you mean 'connect_timeout_s'? (prefix with '_' to keep it as a comment)");
+  EXPECT_EQ(fix_at(R"({"nodes": [{"host": "a", "usr": "me"}]})", "/nodes/0/usr"),
+            "did you mean 'user'? (prefix with '_' to keep it as a comment)");
+  EXPECT_EQ(fix_at(R"({"scheduler": "slurm", "slurm": {"nodes": 1, "partion": "gpu"}})", "/slurm/partion"),
+            "did you mean 'partition'? (prefix with '_' to keep it as a comment)");
+  EXPECT_EQ(fix_at(R"({"nodes": ["a"], "head_node": "a"})", "/head_node"),
+            "remove it, or prefix it with '_' to keep it as a comment");
 }
 
 TEST(Cluster, SlurmSchedulerRulesAndSrunArgv) {

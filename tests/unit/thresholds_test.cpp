@@ -121,6 +121,14 @@ TEST(Thresholds, MalformedSpecsAreConfigErrorsWithPointers) {
   EXPECT_TRUE(cvs::test::has_issue(i, c + "/training.tflops_per_sec_per_gpu/kind", "unknown kind"));
   EXPECT_TRUE(cvs::test::has_issue(i, c + "/training.final_loss/tolerance_pct", "within"));
   EXPECT_TRUE(cvs::test::has_issue(i, c + "/training.tokens_per_sec_total/reference", "min_ratio"));
+  const auto typo =
+      issues_of(R"({"BS=2": {"training.final_loss": {"kind": "within", "value": 1, "tolerence_pct": 5}}})");
+  ASSERT_TRUE(cvs::test::has_issue(typo, "/BS=2/training.final_loss/tolerence_pct", "unknown key"));
+  for (const auto& issue : typo) {
+    if (issue.pointer == "/BS=2/training.final_loss/tolerence_pct") {
+      EXPECT_NE(issue.fix.find("did you mean 'tolerance_pct'"), std::string::npos) << issue.fix;
+    }
+  }
   EXPECT_TRUE(cvs::test::has_issue(i, c + "/training.step_time_p95_ms/value", "value"));
   EXPECT_TRUE(cvs::test::has_issue(i, c + "/training.tokens_per_sec_per_gpus", "unknown metric"));
   EXPECT_TRUE(cvs::test::has_issue(i, c + "/final_loss", "training."));
