@@ -16,8 +16,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "cvs/cluster.hpp"
-#include "cvs/launch.hpp"
+#include "cvs/exec/cluster.hpp"
+#include "cvs/exec/launch.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;

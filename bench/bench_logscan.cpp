@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "cvs/config.hpp"
-#include "cvs/logscan.hpp"
+#include "cvs/config/config.hpp"
+#include "cvs/logs/logscan.hpp"
 
 namespace {
 

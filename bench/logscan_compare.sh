@@ -15,7 +15,7 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(n
 steps=$(python3 "$root/bench/make_big_log.py" "$root/tests/data/logs/cpu_bs4_30steps.log" "$log" "$size")
 bytes=$(stat -c %s "$log")
 echo "log: $bytes bytes, $steps step lines"
-# The default error patterns (lib/cvs/config.cpp) as POSIX ERE for grep: \d -> [0-9], (?m) dropped
+# The default error patterns (lib/cvs/config/config.cpp) as POSIX ERE for grep: \d -> [0-9], (?m) dropped
 # (grep matches per line anyway).
 "$build/tools/cvs/cvs" config patterns | cut -f2 | sed -e 's/\\d/[0-9]/g' -e 's/(?m)//g' >"$work/patterns.ere"
 cat "$log" >/dev/null  # into the page cache: every reader below reads from memory

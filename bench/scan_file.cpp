@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "cvs/config.hpp"
-#include "cvs/logscan.hpp"
+#include "cvs/config/config.hpp"
+#include "cvs/logs/logscan.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

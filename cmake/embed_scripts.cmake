@@ -1,9 +1,9 @@
-# Embeds the node agent's POSIX sh programs (lib/cvs/agent/*.sh) into a C++ header at build time:
+# Embeds the node agent's POSIX sh programs (lib/cvs/exec/agent/*.sh) into a C++ header at build time:
 # each as a raw string constant, full-line comments and blank lines removed (the programs travel
 # as argv on every node). Run by lib/CMakeLists.txt:
 #   cmake -DDIR=<folder of the .sh files> -DNAMES=a,b,c -DOUT=<header> -P embed_scripts.cmake
 string(REPLACE "," ";" names "${NAMES}")
-set(out "// Generated from lib/cvs/agent/*.sh by cmake/embed_scripts.cmake at build time: edit the .sh files.\n")
+set(out "// Generated from lib/cvs/exec/agent/*.sh by cmake/embed_scripts.cmake at build time: edit the .sh files.\n")
 string(APPEND out "#pragma once\n\nnamespace cvs::agent::scripts {\n")
 foreach(name IN LISTS names)
   file(READ "${DIR}/${name}.sh" text)

@@ -1,6 +1,6 @@
 // jaxmaxtext_fleet: the single-node suite run on every node of a cluster at once, each node an
 // independent run through the cluster's own transport (local or ssh) and the config's runtime,
-// then every node scored against the fleet (lib/cvs/fleet.hpp) to name the outliers.
+// then every node scored against the fleet (lib/cvs/results/fleet.hpp) to name the outliers.
 //
 //   jaxmaxtext_fleet --config SINGLE_CONFIG --cluster FILE [--output DIR] [--max-parallel N]
 //                    [--max-z Z] [--min-deviation-pct P] [--min-fleet N] [--baseline CALIBRATION]
@@ -9,7 +9,7 @@
 // Each node's run is the jaxmaxtext_single executable beside this one, on a one-node cluster file
 // of that node, with its report in <output>/nodes/<name>/report; SUITE ARGS (e.g.
 // --gtest_filter=..., --poll-interval-s 1) pass to every node's run. With --pairs, the healthy nodes
-// then run the distributed config two at a time (lib/cvs/fleet_pairs.hpp: a slow link), each pair
+// then run the distributed config two at a time (lib/cvs/results/fleet_pairs.hpp: a slow link), each pair
 // a jaxmaxtext_distributed run (setup and training only) in <output>/pairs/<round>-<a>+<b>.
 // A Slurm cluster (scheduler slurm): one allocation of slurm.nodes for the fleet, each node's and
 // pair's run in it. Exit 0: no suspect; 1: a suspect or a slow link; 2: bad input; 3: no allocation.
@@ -24,17 +24,17 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cvs/cluster.hpp"
-#include "cvs/config.hpp"
-#include "cvs/config_error.hpp"
-#include "cvs/fleet.hpp"
-#include "cvs/fleet_pairs.hpp"
+#include "cvs/base/format.hpp"
+#include "cvs/base/utc_time.hpp"
+#include "cvs/config/config.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/exec/cluster.hpp"
+#include "cvs/exec/launch.hpp"
+#include "cvs/exec/process.hpp"
+#include "cvs/exec/slurm.hpp"
 #include "cvs/fleet_report.hpp"
-#include "cvs/format.hpp"
-#include "cvs/launch.hpp"
-#include "cvs/process.hpp"
-#include "cvs/slurm.hpp"
-#include "cvs/utc_time.hpp"
+#include "cvs/results/fleet.hpp"
+#include "cvs/results/fleet_pairs.hpp"
 
 namespace fs = std::filesystem;
 

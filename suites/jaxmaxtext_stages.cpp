@@ -3,10 +3,10 @@
 // CVS_DISTRIBUTED adds test_setup_rdma.
 #include <gtest/gtest.h>
 
-#include "cvs/metric_catalog.hpp"
+#include "cvs/catalog/metric_catalog.hpp"
+#include "cvs/config/sweep.hpp"
 #include "cvs/session.hpp"
 #include "cvs/stages.hpp"
-#include "cvs/sweep.hpp"
 
 using cvs::fixtures::Session;
 using cvs::fixtures::StageResult;

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "cvs/config.hpp"
-#include "cvs/config_error.hpp"
+#include "cvs/config/config.hpp"
+#include "cvs/config/config_error.hpp"
 #include "cvs/environment.hpp"
 #include "cvs/junit_errors.hpp"
 #include "cvs/listener.hpp"

@@ -1,7 +1,7 @@
 // The shared main() of the jaxmaxtext suite executables.
 #pragma once
 
-#include "cvs/config.hpp"
+#include "cvs/config/config.hpp"
 
 namespace cvs::suites {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "cvs/format.hpp"
+#include "cvs/base/format.hpp"
 #include "cvs/html_report.hpp"
 
 namespace cvs::report {

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "cvs/format.hpp"
+#include "cvs/base/format.hpp"
 
 using nlohmann::ordered_json;
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "cvs/results_file.hpp"
+#include "cvs/results/results_file.hpp"
 
 namespace cvs::report {
 

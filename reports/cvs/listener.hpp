@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "cvs/results_file.hpp"
+#include "cvs/results/results_file.hpp"
 
 namespace cvs::report {
 

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "cvs/launch.hpp"
-#include "cvs/maxtext_yaml.hpp"
+#include "cvs/config/maxtext_yaml.hpp"
+#include "cvs/exec/launch.hpp"
 
 namespace cvs::test {
 

@@ -8,10 +8,10 @@
 
 #include <cstdlib>
 
-#include "cvs/cluster.hpp"
-#include "cvs/config_error.hpp"
-#include "cvs/launch.hpp"
-#include "cvs/process.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/exec/cluster.hpp"
+#include "cvs/exec/launch.hpp"
+#include "cvs/exec/process.hpp"
 
 namespace {
 

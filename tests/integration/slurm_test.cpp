@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cvs/cluster.hpp"
-#include "cvs/launch.hpp"
-#include "cvs/maxtext_yaml.hpp"
+#include "cvs/config/maxtext_yaml.hpp"
+#include "cvs/exec/cluster.hpp"
+#include "cvs/exec/launch.hpp"
 #include "e2e/cpu_policy.hpp"
 
 namespace fs = std::filesystem;

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "cvs/cluster.hpp"
-#include "cvs/launch.hpp"
-#include "cvs/maxtext_yaml.hpp"
-#include "cvs/transport.hpp"
+#include "cvs/config/maxtext_yaml.hpp"
+#include "cvs/exec/cluster.hpp"
+#include "cvs/exec/launch.hpp"
+#include "cvs/exec/transport.hpp"
 #include "e2e/cpu_policy.hpp"
 
 namespace fs = std::filesystem;

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include "cvs/calibration.hpp"
-#include "cvs/cluster.hpp"
-#include "cvs/results_file.hpp"
-#include "cvs/sha256.hpp"
+#include "cvs/base/sha256.hpp"
+#include "cvs/exec/cluster.hpp"
+#include "cvs/results/calibration.hpp"
+#include "cvs/results/results_file.hpp"
 #include "test_helpers.hpp"
 
 using J = nlohmann::ordered_json;

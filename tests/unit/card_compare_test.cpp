@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cvs/card.hpp"
-#include "cvs/compare.hpp"
-#include "cvs/results_file.hpp"
+#include "cvs/results/card.hpp"
+#include "cvs/results/compare.hpp"
+#include "cvs/results/results_file.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cvs/config.hpp"
+#include "cvs/config/config.hpp"
 #include "test_helpers.hpp"
 
 using cvs::test::run_command;

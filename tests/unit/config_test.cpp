@@ -1,7 +1,7 @@
 // One test per rule of the config loader (spec: "Config layout" .. "Sweeps and runs").
 #include <gtest/gtest.h>
 
-#include "cvs/config.hpp"
+#include "cvs/config/config.hpp"
 #include "test_helpers.hpp"
 
 using cvs::test::has_issue;

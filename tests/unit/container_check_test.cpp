@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "cvs/container_check.hpp"
+#include "cvs/exec/container_check.hpp"
 
 namespace {
 

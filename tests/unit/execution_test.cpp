@@ -7,13 +7,13 @@
 #include <fstream>
 #include <thread>
 
-#include "cvs/cluster.hpp"
-#include "cvs/launch.hpp"
-#include "cvs/node_agent.hpp"
-#include "cvs/process.hpp"
-#include "cvs/rdma.hpp"
-#include "cvs/runtime.hpp"
-#include "cvs/transport.hpp"
+#include "cvs/exec/cluster.hpp"
+#include "cvs/exec/launch.hpp"
+#include "cvs/exec/node_agent.hpp"
+#include "cvs/exec/process.hpp"
+#include "cvs/exec/rdma.hpp"
+#include "cvs/exec/runtime.hpp"
+#include "cvs/exec/transport.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// Fleet scoring (lib/cvs/fleet.hpp): robust outliers with direction, failed runs, a fleet too
+// Fleet scoring (lib/cvs/results/fleet.hpp): robust outliers with direction, failed runs, a fleet too
 // small to score, the outputs that act, and reading a node's results.json.
 #include <gtest/gtest.h>
 
@@ -8,11 +8,11 @@
 
 #include <unistd.h>
 
-#include "cvs/cluster.hpp"
-#include "cvs/config_error.hpp"
-#include "cvs/fleet.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/exec/cluster.hpp"
 #include "cvs/fleet_report.hpp"
-#include "cvs/gpu_probe.hpp"
+#include "cvs/probe/gpu_probe.hpp"
+#include "cvs/results/fleet.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;

@@ -2,8 +2,8 @@
 // the checks test_setup makes, and gpu_probe's typed "no GPU" result on this GPU-less machine.
 #include <gtest/gtest.h>
 
-#include "cvs/gpu_probe.hpp"
-#include "cvs/process.hpp"
+#include "cvs/exec/process.hpp"
+#include "cvs/probe/gpu_probe.hpp"
 #include "test_helpers.hpp"
 
 using cvs::check_probe;

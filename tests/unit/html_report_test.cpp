@@ -1,9 +1,9 @@
 // The HTML report rendered from a real session's results.json.
 #include <gtest/gtest.h>
 
-#include "cvs/compare.hpp"
 #include "cvs/html_report.hpp"
-#include "cvs/results_file.hpp"
+#include "cvs/results/compare.hpp"
+#include "cvs/results/results_file.hpp"
 #include "test_helpers.hpp"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <random>
 
-#include "cvs/logscan.hpp"
+#include "cvs/logs/logscan.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;

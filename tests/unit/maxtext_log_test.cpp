@@ -8,7 +8,7 @@
 #include <random>
 #include <regex>
 
-#include "cvs/maxtext_log.hpp"
+#include "cvs/logs/maxtext_log.hpp"
 #include "test_helpers.hpp"
 
 using cvs::parse_maxtext_line;

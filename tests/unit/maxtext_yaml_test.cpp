@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include "cvs/maxtext_yaml.hpp"
+#include "cvs/config/maxtext_yaml.hpp"
 #include "test_helpers.hpp"
 
 using nlohmann::ordered_json;

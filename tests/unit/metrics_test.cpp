@@ -3,11 +3,11 @@
 #include <cmath>
 #include <set>
 
-#include "cvs/compare.hpp"
-#include "cvs/logscan.hpp"
-#include "cvs/metric_catalog.hpp"
-#include "cvs/metrics.hpp"
-#include "cvs/metrics_file.hpp"
+#include "cvs/catalog/metric_catalog.hpp"
+#include "cvs/logs/logscan.hpp"
+#include "cvs/logs/metrics_file.hpp"
+#include "cvs/results/compare.hpp"
+#include "cvs/results/metrics.hpp"
 #include "test_helpers.hpp"
 
 namespace {

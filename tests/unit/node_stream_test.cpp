@@ -1,6 +1,6 @@
 // Node streams: the frame parser, and the node agent's stream program run for real through
 // /bin/sh and read by StreamSet (the launcher's poll path), against real detached processes.
-#include "cvs/node_stream.hpp"
+#include "cvs/exec/node_stream.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,9 +10,9 @@
 #include <fstream>
 #include <thread>
 
-#include "cvs/local_log_stream.hpp"
-#include "cvs/node_agent.hpp"
-#include "cvs/process.hpp"
+#include "cvs/exec/local_log_stream.hpp"
+#include "cvs/exec/node_agent.hpp"
+#include "cvs/exec/process.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;

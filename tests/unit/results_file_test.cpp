@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "cvs/config_error.hpp"
-#include "cvs/results_file.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/results/results_file.hpp"
 #include "test_helpers.hpp"
 
 using J = nlohmann::ordered_json;

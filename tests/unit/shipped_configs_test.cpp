@@ -9,9 +9,9 @@
 #include <regex>
 #include <set>
 
-#include "cvs/config.hpp"
-#include "cvs/sweep.hpp"
-#include "cvs/thresholds.hpp"
+#include "cvs/config/config.hpp"
+#include "cvs/config/sweep.hpp"
+#include "cvs/config/thresholds.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <random>
 
-#include "cvs/early_stop.hpp"
-#include "cvs/logscan.hpp"
-#include "cvs/metrics.hpp"
-#include "cvs/step_stats.hpp"
-#include "cvs/thresholds.hpp"
+#include "cvs/config/thresholds.hpp"
+#include "cvs/logs/logscan.hpp"
+#include "cvs/results/early_stop.hpp"
+#include "cvs/results/metrics.hpp"
+#include "cvs/results/step_stats.hpp"
 #include "test_helpers.hpp"
 
 namespace {

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <random>
 
-#include "cvs/decimal_column.hpp"
-#include "cvs/logscan.hpp"
-#include "cvs/metrics.hpp"
-#include "cvs/step_stats.hpp"
+#include "cvs/logs/logscan.hpp"
+#include "cvs/results/decimal_column.hpp"
+#include "cvs/results/metrics.hpp"
+#include "cvs/results/step_stats.hpp"
 #include "test_helpers.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "cvs/config_error.hpp"
-#include "cvs/sweep.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/config/sweep.hpp"
 
 using cvs::parse_sweep_key;
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cvs/config.hpp"
-#include "cvs/config_error.hpp"
+#include "cvs/config/config.hpp"
+#include "cvs/config/config_error.hpp"
 
 namespace cvs::test {
 

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "cvs/config_error.hpp"
-#include "cvs/thresholds.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/config/thresholds.hpp"
 #include "test_helpers.hpp"
 
 using cvs::Outcome;

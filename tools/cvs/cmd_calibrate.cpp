@@ -8,10 +8,10 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "cvs/calibration.hpp"
-#include "cvs/cluster.hpp"
-#include "cvs/results_file.hpp"
-#include "cvs/utc_time.hpp"
+#include "cvs/base/utc_time.hpp"
+#include "cvs/exec/cluster.hpp"
+#include "cvs/results/calibration.hpp"
+#include "cvs/results/results_file.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -74,7 +74,8 @@ std::optional<std::vector<Results>> run_repeats(const fs::path& exe, const std::
 int cmd_calibrate(const Args& args) {
   CLI::App app{
       "cvs calibrate: run the config's sweeps N times on a known-good node or cluster and write a "
-      "threshold file whose speed gates derive from what was measured (rule: lib/cvs/calibration.hpp)",
+      "threshold file whose speed gates derive from what was measured (rule: "
+      "lib/cvs/results/calibration.hpp)",
       "cvs calibrate"};
   std::string config, cluster, out, work;
   int repeats = 3;

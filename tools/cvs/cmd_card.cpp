@@ -5,8 +5,8 @@
 
 #include "cli_parse.hpp"
 #include "commands.hpp"
-#include "cvs/card.hpp"
-#include "cvs/utc_time.hpp"
+#include "cvs/base/utc_time.hpp"
+#include "cvs/results/card.hpp"
 
 namespace cvs::cli {
 

@@ -5,7 +5,7 @@
 
 #include "cli_parse.hpp"
 #include "commands.hpp"
-#include "cvs/compare.hpp"
+#include "cvs/results/compare.hpp"
 
 namespace cvs::cli {
 

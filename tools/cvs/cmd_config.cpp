@@ -7,9 +7,9 @@
 
 #include "cli_parse.hpp"
 #include "commands.hpp"
-#include "cvs/config.hpp"
-#include "cvs/config_error.hpp"
-#include "cvs/thresholds.hpp"
+#include "cvs/config/config.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/config/thresholds.hpp"
 
 namespace cvs::cli {
 namespace {

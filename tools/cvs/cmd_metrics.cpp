@@ -5,11 +5,11 @@
 #include <sstream>
 #include "cli_parse.hpp"
 #include "commands.hpp"
-#include "cvs/config.hpp"
-#include "cvs/logscan.hpp"
-#include "cvs/metrics.hpp"
-#include "cvs/metrics_file.hpp"
-#include "cvs/text_file.hpp"
+#include "cvs/config/config.hpp"
+#include "cvs/config/text_file.hpp"
+#include "cvs/logs/logscan.hpp"
+#include "cvs/logs/metrics_file.hpp"
+#include "cvs/results/metrics.hpp"
 
 namespace cvs::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cvs/results_file.hpp"
+#include "cvs/results/results_file.hpp"
 
 namespace cvs::cli {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "commands.hpp"
-#include "cvs/config_error.hpp"
+#include "cvs/config/config_error.hpp"
 
 namespace {
 

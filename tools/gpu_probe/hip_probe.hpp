@@ -1,7 +1,7 @@
 // The HIP runtime part of gpu_probe; without CVS_HAVE_HIP it reports that HIP is absent.
 #pragma once
 
-#include "cvs/gpu_probe.hpp"
+#include "cvs/probe/gpu_probe.hpp"
 
 namespace cvs {
 

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "cvs/gpu_probe.hpp"
-#include "cvs/process.hpp"
+#include "cvs/exec/process.hpp"
+#include "cvs/probe/gpu_probe.hpp"
 #include "hip_probe.hpp"
 
 namespace {

@@ -1,0 +1,62 @@
+#include "cvs/config/config_error.hpp"
+
+namespace cvs {
+namespace {
+std::string summarize(const std::vector<ConfigIssue>& issues) {
+  std::string out;
+  for (const auto& i : issues) {
+    if (!out.empty()) out += '\n';
+    out += i.to_string();
+  }
+  return out;
+}
+}  // namespace
+
+std::string ConfigIssue::to_string() const {
+  std::string s = file + ": " + (pointer.empty() ? std::string("(document)") : pointer) + ": " + message;
+  if (!fix.empty()) s += " (fix: " + fix + ")";
+  return s;
+}
+
+ConfigError::ConfigError(std::vector<ConfigIssue> issues)
+    : std::runtime_error(summarize(issues)), issues_(std::move(issues)) {}
+
+ConfigError::ConfigError(std::string file, std::string pointer, std::string message, std::string fix)
+    : ConfigError(std::vector<ConfigIssue>{
+          {std::move(file), std::move(pointer), std::move(message), std::move(fix)}}) {}
+
+void IssueList::add(std::string pointer, std::string message, std::string fix) {
+  issues_.push_back({file_, std::move(pointer), std::move(message), std::move(fix)});
+}
+
+void IssueList::append(const ConfigError& e) {
+  for (const auto& i : e.issues()) issues_.push_back(i);
+}
+
+void IssueList::throw_if_any() const {
+  if (!issues_.empty()) throw ConfigError(issues_);
+}
+
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  out.reserve(key.size());
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string pointer_join(const std::string& parent, const std::string& key) {
+  return parent + "/" + pointer_token(key);
+}
+
+std::string pointer_join(const std::string& parent, std::size_t index) {
+  return parent + "/" + std::to_string(index);
+}
+
+}  // namespace cvs

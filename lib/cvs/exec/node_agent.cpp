@@ -1,0 +1,64 @@
+#include "cvs/exec/node_agent.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "cvs/agent_scripts.hpp"  // generated from lib/cvs/exec/agent/*.sh
+
+namespace cvs::agent {
+namespace {
+// A program that uses alive/run_pid gets common.sh in front of it.
+std::string with_common(const char* program) {
+  return std::string(scripts::common) + program;
+}
+}  // namespace
+
+std::vector<std::string> write_file(const std::string& path, const std::string& content, bool overwrite) {
+  return {"sh", "-c", scripts::write_file, "cvs-write", path, content, overwrite ? "1" : "0"};
+}
+
+std::vector<std::string> start_detached(const std::string& log, const std::string& rc_file,
+                                        const std::string& pid_file, const std::vector<std::string>& argv,
+                                        const std::optional<FileToWrite>& file) {
+  std::vector<std::string> v = {"sh",
+                                "-c",
+                                scripts::start_detached,
+                                "cvs-start",
+                                log,
+                                rc_file,
+                                pid_file,
+                                file ? file->path : "",
+                                file ? file->content : ""};
+  v.insert(v.end(), argv.begin(), argv.end());
+  return v;
+}
+
+std::vector<std::string> stream(const std::string& log, const std::string& rc_file,
+                                const std::string& pid_file, unsigned long long offset, double interval_s,
+                                unsigned long long max_bytes, int grace_seconds) {
+  char iv[32];
+  std::snprintf(iv, sizeof iv, "%.3f", interval_s);
+  return {"sh",
+          "-c",
+          with_common(scripts::stream),
+          "cvs-stream",
+          log,
+          rc_file,
+          pid_file,
+          std::to_string(offset),
+          iv,
+          std::to_string(max_bytes),
+          std::to_string(grace_seconds)};
+}
+
+std::vector<std::string> stop(const std::string& pid_file, int grace_seconds) {
+  return {"sh", "-c", with_common(scripts::stop), "cvs-stop", pid_file, std::to_string(grace_seconds)};
+}
+
+std::vector<std::string> first_existing(const std::vector<std::string>& paths) {
+  std::vector<std::string> v = {"sh", "-c", scripts::first_existing, "cvs-first"};
+  v.insert(v.end(), paths.begin(), paths.end());
+  return v;
+}
+
+}  // namespace cvs::agent

@@ -1,0 +1,253 @@
+#include "cvs/probe/gpu_probe.hpp"
+
+#include "cvs/catalog/gpu_catalog.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace cvs {
+namespace {
+
+using J = nlohmann::ordered_json;
+
+std::optional<double> to_number(const J& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    char* end = nullptr;
+    const double d = std::strtod(s.c_str(), &end);
+    if (end != s.c_str()) return d;
+  }
+  return std::nullopt;
+}
+
+// amd-smi writes sizes as {"value": 196592, "unit": "MB"} (newer) or "196592 MB" (older).
+std::optional<double> size_gb(const J& v) {
+  double value = 0;
+  std::string unit = "MB";
+  if (v.is_object() && v.contains("value")) {
+    auto n = to_number(v["value"]);
+    if (!n) return std::nullopt;
+    value = *n;
+    unit = v.value("unit", std::string("MB"));
+  } else if (v.is_string()) {
+    std::istringstream in(v.get<std::string>());
+    if (!(in >> value)) return std::nullopt;
+    in >> unit;
+  } else if (v.is_number()) {
+    value = v.get<double>();
+  } else {
+    return std::nullopt;
+  }
+  if (unit == "B") return value / 1e9;
+  if (unit == "KB") return value / 1e6;
+  if (unit == "GB") return value;
+  return value / 1e3;  // MB
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.erase(0, 1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\n')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+GpuProbe parse_rocm_smi_json(const std::string& text) {
+  GpuProbe p;
+  p.source = "rocm-smi";
+  J j;
+  try {
+    j = J::parse(text);
+  } catch (const std::exception& e) {
+    p.error = std::string("rocm-smi output is not JSON: ") + e.what();
+    return p;
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key().rfind("card", 0) != 0 || !it->is_object()) continue;  // "system" etc.
+    GpuDevice d;
+    d.index = std::atoi(it.key().c_str() + 4);
+    const auto& c = *it;
+    d.name = c.value("Card Series", c.value("Card series", c.value("Card SKU", std::string())));
+    d.arch = c.value("GFX Version", std::string());
+    if (c.contains("VRAM Total Memory (B)")) {
+      if (const auto total = to_number(c["VRAM Total Memory (B)"])) {
+        d.total_gb = total.value() / 1e9;
+        if (c.contains("VRAM Total Used Memory (B)"))
+          if (const auto used = to_number(c["VRAM Total Used Memory (B)"]))
+            d.free_gb = (total.value() - used.value()) / 1e9;
+      }
+    }
+    p.devices.push_back(d);
+  }
+  return p;
+}
+
+GpuProbe parse_amd_smi_json(const std::string& static_json, const std::string& metric_json) {
+  GpuProbe p;
+  p.source = "amd-smi";
+  J st, me;
+  try {
+    st = J::parse(static_json);
+    me = metric_json.empty() ? J::array() : J::parse(metric_json);
+  } catch (const std::exception& e) {
+    p.error = std::string("amd-smi output is not JSON: ") + e.what();
+    return p;
+  }
+  if (st.is_object() && st.contains("gpu_data")) st = st["gpu_data"];  // some versions wrap the list
+  if (me.is_object() && me.contains("gpu_data")) me = me["gpu_data"];
+  for (const auto& g : st) {
+    GpuDevice d;
+    d.index = g.value("gpu", 0);
+    if (g.contains("asic")) {
+      d.name = g["asic"].value("market_name", std::string());
+      d.arch = g["asic"].value("target_graphics_version", std::string());
+    }
+    if (g.contains("vram") && g["vram"].contains("size")) d.total_gb = size_gb(g["vram"]["size"]);
+    for (const auto& m : me)
+      if (m.value("gpu", -1) == d.index && m.contains("mem_usage")) {
+        const auto& mu = m["mem_usage"];
+        if (mu.contains("total_vram")) d.total_gb = size_gb(mu["total_vram"]);
+        if (mu.contains("free_vram"))
+          d.free_gb = size_gb(mu["free_vram"]);
+        else if (mu.contains("used_vram") && d.total_gb)
+          if (auto u = size_gb(mu["used_vram"])) d.free_gb = *d.total_gb - *u;
+      }
+    p.devices.push_back(d);
+  }
+  return p;
+}
+
+GpuProbe parse_nvidia_smi_csv(const std::string& text) {
+  GpuProbe p;
+  p.source = "nvidia-smi";
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (trim(line).empty()) continue;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(trim(x));
+    if (f.size() < 4) {
+      p.error = "unexpected nvidia-smi line: " + line;
+      continue;
+    }
+    GpuDevice d;
+    d.index = std::atoi(f[0].c_str());
+    d.name = f[1];
+    d.total_gb = std::strtod(f[2].c_str(), nullptr) * 1.048576 / 1000.0;  // MiB -> GB
+    d.free_gb = std::strtod(f[3].c_str(), nullptr) * 1.048576 / 1000.0;
+    if (f.size() >= 5 && !f[4].empty()) {
+      std::string cc = f[4];
+      cc.erase(std::remove(cc.begin(), cc.end(), '.'), cc.end());
+      d.arch = "sm_" + cc;
+    }
+    p.devices.push_back(d);
+  }
+  return p;
+}
+
+std::vector<std::string> gpu_probe_command() {
+  return {
+      "sh", "-c",
+      "if command -v amd-smi >/dev/null 2>&1; then echo CVS-AMDSMI-STATIC; amd-smi static --asic --vram "
+      "--json; "
+      "echo; echo CVS-AMDSMI-METRIC; amd-smi metric --mem-usage --json; "
+      "elif command -v rocm-smi >/dev/null 2>&1; then echo CVS-ROCMSMI; rocm-smi --showproductname "
+      "--showmeminfo vram --json; "
+      "elif command -v nvidia-smi >/dev/null 2>&1; then echo CVS-NVSMI; "
+      "nvidia-smi --query-gpu=index,name,memory.total,memory.free,compute_cap --format=csv,noheader,nounits; "
+      "else echo CVS-NONE; fi"};
+}
+
+GpuProbe parse_probe_output(const std::string& out) {
+  auto after = [&](const std::string& marker) -> std::string {
+    auto p = out.find(marker + "\n");
+    return p == std::string::npos ? std::string() : out.substr(p + marker.size() + 1);
+  };
+  if (out.find("CVS-AMDSMI-STATIC\n") != std::string::npos) {
+    std::string st = after("CVS-AMDSMI-STATIC");
+    std::string me = after("CVS-AMDSMI-METRIC");
+    if (auto cut = st.find("CVS-AMDSMI-METRIC"); cut != std::string::npos) st = st.substr(0, cut);
+    return parse_amd_smi_json(st, me);
+  }
+  if (out.find("CVS-ROCMSMI\n") != std::string::npos) return parse_rocm_smi_json(after("CVS-ROCMSMI"));
+  if (out.find("CVS-NVSMI\n") != std::string::npos) return parse_nvidia_smi_csv(after("CVS-NVSMI"));
+  GpuProbe none;
+  none.source = "none";
+  none.error = "none of amd-smi, rocm-smi, nvidia-smi is installed in the runtime";
+  return none;
+}
+
+nlohmann::ordered_json to_json(const GpuProbe& p) {
+  J j;
+  j["source"] = p.source;
+  j["gpu_count"] = p.devices.size();
+  if (p.no_gpu()) j["result"] = "no GPU";
+  J devs = J::array();
+  for (const auto& d : p.devices) {
+    J dj = {{"index", d.index}, {"name", d.name}, {"arch", d.arch}};
+    dj["total_gb"] = d.total_gb ? J(*d.total_gb) : J(nullptr);
+    dj["free_gb"] = d.free_gb ? J(*d.free_gb) : J(nullptr);
+    devs.push_back(dj);
+  }
+  j["devices"] = devs;
+  if (p.sanity_kernel_ok) {
+    j["sanity_kernel_ok"] = *p.sanity_kernel_ok;
+    j["sanity_detail"] = p.sanity_detail;
+  }
+  if (!p.error.empty()) j["error"] = p.error;
+  return j;
+}
+
+GpuProbe probe_from_json(const nlohmann::ordered_json& j) {
+  GpuProbe p;
+  p.source = j.value("source", std::string());
+  p.error = j.value("error", std::string());
+  for (const auto& d : j.value("devices", J::array())) {
+    GpuDevice g;
+    g.index = d.value("index", 0);
+    g.name = d.value("name", std::string());
+    g.arch = d.value("arch", std::string());
+    if (d.contains("total_gb") && d["total_gb"].is_number()) g.total_gb = d["total_gb"].get<double>();
+    if (d.contains("free_gb") && d["free_gb"].is_number()) g.free_gb = d["free_gb"].get<double>();
+    p.devices.push_back(g);
+  }
+  if (j.contains("sanity_kernel_ok")) p.sanity_kernel_ok = j["sanity_kernel_ok"].get<bool>();
+  p.sanity_detail = j.value("sanity_detail", std::string());
+  return p;
+}
+
+std::vector<std::string> check_probe(const GpuProbe& p, const std::string& gpu_name, int gpus_per_node,
+                                     double min_free_fraction) {
+  std::vector<std::string> bad;
+  if (p.no_gpu()) {
+    bad.push_back("no GPU found (" + p.source + (p.error.empty() ? "" : ": " + p.error) +
+                  "), gpus_per_node is " + std::to_string(gpus_per_node));
+    return bad;
+  }
+  if (static_cast<int>(p.devices.size()) != gpus_per_node)
+    bad.push_back(std::to_string(p.devices.size()) + " GPU(s) visible (" + p.source + "), gpus_per_node is " +
+                  std::to_string(gpus_per_node));
+  if (auto want = expected_arch(gpu_name)) {
+    for (const auto& d : p.devices)
+      if (!d.arch.empty() && d.arch.rfind(*want, 0) != 0) {
+        bad.push_back("GPU " + std::to_string(d.index) + " (" + d.name + ") is " + d.arch +
+                      " but gpu_name '" + gpu_name + "' runs on " + *want);
+        break;
+      }
+  }
+  for (const auto& d : p.devices)
+    if (d.total_gb && d.free_gb && *d.total_gb > 0 && *d.free_gb < min_free_fraction * *d.total_gb) {
+      char b[200];
+      std::snprintf(b, sizeof b, "GPU %d has %.1f of %.1f GB free (< %.0f%%): another job is on it", d.index,
+                    *d.free_gb, *d.total_gb, min_free_fraction * 100);
+      bad.push_back(b);
+    }
+  if (p.sanity_kernel_ok && !*p.sanity_kernel_ok)
+    bad.push_back("the on-device sanity kernel failed: " + p.sanity_detail);
+  return bad;
+}
+
+}  // namespace cvs

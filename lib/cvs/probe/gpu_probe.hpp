@@ -1,0 +1,52 @@
+// What GPUs a node has, from the HIP runtime (tools/gpu_probe) or from the vendor tools'
+// machine-readable output (rocm-smi --json, amd-smi --json, nvidia-smi --query-gpu CSV), and
+// the checks test_setup makes against the config: device count, architecture, free memory.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cvs/catalog/gpu_catalog.hpp"
+
+namespace cvs {
+
+struct GpuDevice {
+  int index = 0;
+  std::string name;  // marketing name, e.g. "AMD Instinct MI300X"
+  std::string arch;  // gfx942 / gfx950 / sm_90 ...
+  std::optional<double> total_gb;
+  std::optional<double> free_gb;
+};
+
+struct GpuProbe {
+  std::string source;  // hip | rocm-smi | amd-smi | nvidia-smi | none
+  std::vector<GpuDevice> devices;
+  std::optional<bool> sanity_kernel_ok;  // hip only: a short kernel ran and its result was right
+  std::string sanity_detail;
+  std::string error;  // why nothing could be read (tools missing, runtime failed)
+  bool no_gpu() const { return devices.empty(); }
+};
+
+GpuProbe parse_rocm_smi_json(const std::string& text);
+GpuProbe parse_amd_smi_json(const std::string& static_json, const std::string& metric_json);
+GpuProbe parse_nvidia_smi_csv(const std::string& text);  // index,name,memory.total,memory.free,compute_cap
+
+// The sh program test_setup runs inside the runtime on every node: the first of amd-smi,
+// rocm-smi, nvidia-smi present prints its output after a marker line; parse_probe_output reads it.
+std::vector<std::string> gpu_probe_command();
+GpuProbe parse_probe_output(const std::string& out);
+
+nlohmann::ordered_json to_json(const GpuProbe& p);
+GpuProbe probe_from_json(const nlohmann::ordered_json& j);
+
+// expected_arch (the architecture a gpu_name demands) is the GPU catalog's.
+
+// Problems of one node's probe against the config, each a sentence (the caller adds the node):
+// device count != gpus_per_node, an architecture the gpu_name does not run on, or free memory
+// below min_free_fraction of total (another job holds the GPU).
+std::vector<std::string> check_probe(const GpuProbe& p, const std::string& gpu_name, int gpus_per_node,
+                                     double min_free_fraction = 0.8);
+
+}  // namespace cvs

@@ -1,0 +1,64 @@
+#include "cvs/results/early_stop.hpp"
+
+#include <algorithm>
+
+#include "cvs/results/metrics.hpp"
+
+namespace cvs {
+
+EarlyStopPlan EarlyStopPlan::make(long long steps, long long cap, long long min_steady, bool beyond_speed,
+                                  double confidence) {
+  EarlyStopPlan p;
+  p.configured_steps = steps;
+  p.cap = std::max(cap, steps);
+  p.first_stop = beyond_speed ? steps : 0;
+  p.confidence = confidence;
+  for (long long l = std::max(2 * min_steady, 10LL); l < p.cap; l *= 2)
+    if (l >= p.first_stop) p.looks.push_back(l);
+  p.looks.push_back(p.cap);
+  p.per_look_confidence = 1.0 - (1.0 - confidence) / static_cast<double>(p.looks.size());
+  return p;
+}
+
+EarlyStopper::EarlyStopper(EarlyStopPlan plan, std::vector<ThresholdSpec> speed_gates, int devices)
+    : plan_(std::move(plan)), gates_(std::move(speed_gates)), devices_(devices) {}
+
+bool EarlyStopper::operator()(const std::vector<StepRecord>& head) {
+  const auto n = static_cast<long long>(head.size());
+  if (gates_.empty() || next_look_ >= plan_.looks.size() || n < plan_.looks[next_look_]) return false;
+  while (next_look_ < plan_.looks.size() && n >= plan_.looks[next_look_]) ++next_look_;
+  if (n >= plan_.cap) return false;  // the run completes by itself
+  ++looks_taken_;
+  MetricsContext ctx;
+  ctx.gpus_per_node = devices_;
+  ctx.confidence = plan_.per_look_confidence;
+  const auto m = compute_metrics(head, {}, ctx);
+  std::string decided;
+  for (const auto& g : gates_) {
+    const auto e = evaluate_metric(g.metric, m, &gates_, true);
+    if (e.outcome != Outcome::Pass && e.outcome != Outcome::Fail) return false;
+    decided += (decided.empty() ? "" : ", ") + g.metric + " " + to_string(e.outcome);
+  }
+  decided_at_ = head.size();
+  reason_ = "every speed gate decisive after " + std::to_string(n) + " steps (look " +
+            std::to_string(looks_taken_) + " of at most " + std::to_string(plan_.looks.size()) +
+            "): " + decided;
+  return true;
+}
+
+std::vector<ThresholdSpec> speed_gates(const std::vector<ThresholdSpec>* cell) {
+  std::vector<ThresholdSpec> v;
+  if (cell)
+    for (const auto& s : *cell)
+      if (s.kind != ThresholdKind::Info && is_speed_metric(s.metric)) v.push_back(s);
+  return v;
+}
+
+bool gates_beyond_speed(const std::vector<ThresholdSpec>* cell) {
+  if (cell)
+    for (const auto& s : *cell)
+      if (s.kind != ThresholdKind::Info && !is_speed_metric(s.metric)) return true;
+  return false;
+}
+
+}  // namespace cvs

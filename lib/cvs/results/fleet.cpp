@@ -1,0 +1,329 @@
+#include "cvs/results/fleet.hpp"
+
+#include "cvs/results/results_file.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "cvs/base/format.hpp"
+#include "cvs/catalog/metric_catalog.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/config/thresholds.hpp"
+#include "cvs/results/metrics.hpp"
+
+namespace cvs {
+namespace {
+
+constexpr double kMadToZ = 0.6745;  // modified z-score: 0.6745 (x - median) / MAD
+
+double median_of(std::vector<double> v) {
+  return percentile(std::move(v), 50);
+}
+
+std::string metric_of(const std::string& figure) {
+  const auto sp = figure.rfind(' ');
+  return sp == std::string::npos ? figure : figure.substr(sp + 1);
+}
+
+// +1: lower is worse (throughput, free HBM), -1: higher is worse (step time), 0: either way
+// (loss, device counts).
+int bad_side(const std::string& metric) {
+  if (metric == "final_loss" || metric == "gpu_count" || metric == "jax_devices") return 0;
+  if (metric == "hbm_free_gb") return 1;
+  const auto* m = find_metric(metric);
+  return m && m->better == Better::Higher ? 1 : -1;
+}
+
+// The figure's evidence against a node, when it is an outlier on the bad side beyond both bounds.
+// `label` names the figure in the text (default: the figure).
+std::optional<FleetEvidence> outlier(const std::string& figure, double x, const FigureStats& st,
+                                     const FleetPolicy& policy, const std::string& label = "") {
+  const char* reference = st.calibrated ? "the calibrated baseline's median" : "the fleet's median";
+  if (!std::isfinite(x) || st.median == 0) return std::nullopt;
+  const double dev = (x - st.median) / std::fabs(st.median);
+  const double z =
+      st.mad > 0
+          ? kMadToZ * (x - st.median) / st.mad
+          : (x == st.median ? 0 : std::copysign(std::numeric_limits<double>::infinity(), x - st.median));
+  const int side = bad_side(metric_of(figure));
+  const bool bad = side == 0 ? true : (side > 0 ? z < 0 : z > 0);
+  if (!bad || std::fabs(z) <= policy.max_z || std::fabs(dev) < policy.min_deviation) return std::nullopt;
+  FleetEvidence e{figure, x, st.median, z, dev, ""};
+  e.text = (label.empty() ? figure : label) + " " + short_number(x) + " is " +
+           short_number(std::fabs(dev) * 100) + " % " + (x < st.median ? "below" : "above") + " " +
+           reference + " " + short_number(st.median) + " (modified z " +
+           (std::isinf(z) ? std::string(z > 0 ? "+inf" : "-inf") : short_number(z)) + ")";
+  return e;
+}
+
+// The evidence counts against the node: it is a suspect, and its worst |z| orders the suspects.
+void accuse(NodeScore& ns, FleetEvidence e) {
+  ns.suspect = true;
+  ns.worst_z = std::max(ns.worst_z, std::fabs(e.z));
+  ns.evidence.push_back(std::move(e));
+}
+
+// The probe's facts the fleet compares (results.json provenance_fields).
+constexpr const char* kFleetFacts[] = {"gpus",      "device_kind", "jax_version", "maxtext_version",
+                                       "cpu_model", "cpu_count",   "image_id"};
+
+// A node whose fact differs from what more than half of the nodes with results have.
+void fact_evidence(const std::vector<FleetNode>& nodes, std::vector<NodeScore>& scores) {
+  for (const char* fact : kFleetFacts) {
+    std::map<std::string, std::size_t> count;
+    std::size_t with = 0;
+    for (const auto& n : nodes)
+      if (auto it = n.facts.find(fact); !n.status.empty() && it != n.facts.end()) ++count[it->second], ++with;
+    const auto top = std::max_element(count.begin(), count.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (top == count.end() || 2 * top->second <= with) continue;  // no majority: nothing to say
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto it = nodes[i].facts.find(fact);
+      if (nodes[i].status.empty() || it == nodes[i].facts.end() || it->second == top->first) continue;
+      scores[i].suspect = true;
+      scores[i].evidence.push_back({std::string("probe ") + fact, 0, 0, 0, 0,
+                                    std::string("probe: ") + fact + " is '" + it->second + "' where " +
+                                        std::to_string(top->second) + " of " + std::to_string(with) +
+                                        " nodes have '" + top->first + "'"});
+    }
+  }
+}
+
+// A passing node's steady-state estimates against the calibrated baseline.
+void baseline_evidence(const FleetNode& n, const FleetPolicy& policy, NodeScore& ns) {
+  for (const auto& [figure, st] : policy.baseline) {
+    const auto it = n.steady.find(figure);
+    if (it == n.steady.end()) continue;
+    if (auto e = outlier(figure, it->second, st, policy, figure + " (steady state)"))
+      accuse(ns, std::move(*e));
+  }
+}
+
+}  // namespace
+
+bool is_fleet_metric(const std::string& metric) {
+  // One figure per question: tokens/s (TFLOP/s and the totals are the same figure scaled), the
+  // median step time (the mean follows the throughput; p95 and the last-10 averages of a short
+  // run are its noisiest figures), and the loss.
+  return metric == "tokens_per_sec_per_gpu" || metric == "step_time_p50_ms" || metric == "final_loss";
+}
+
+std::vector<std::string> FleetScore::suspects() const {
+  std::vector<std::string> v;
+  for (const auto& n : nodes)
+    if (n.suspect) v.push_back(n.name);
+  return v;
+}
+
+std::vector<std::string> FleetScore::healthy() const {
+  std::vector<std::string> v;
+  for (const auto& n : nodes)
+    if (!n.suspect) v.push_back(n.name);
+  return v;
+}
+
+FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& policy) {
+  FleetScore s;
+  std::map<std::string, std::vector<double>> values;
+  for (const auto& n : nodes) {
+    if (n.status != "PASS") continue;
+    ++s.scored;
+    for (const auto& [figure, v] : n.figures)
+      if (std::isfinite(v)) values[figure].push_back(v);
+  }
+  s.too_small = s.scored < policy.min_fleet;
+  for (const auto& [figure, v] : values) {
+    FigureStats st;
+    st.median = median_of(v);
+    std::vector<double> dev;
+    for (double x : v) dev.push_back(std::fabs(x - st.median));
+    st.mad = median_of(dev);
+    st.nodes = v.size();
+    s.figures[figure] = st;
+  }
+  for (const auto& n : nodes) {
+    NodeScore ns;
+    ns.name = n.name;
+    if (n.status != "PASS") {
+      ns.suspect = true;
+      ns.worst_z = std::numeric_limits<double>::infinity();
+      const std::string what = n.status.empty() ? "left no results" : "its run ended " + n.status;
+      ns.evidence.push_back({"run", 0, 0, 0, 0, what + (n.failure.empty() ? "" : ": " + n.failure)});
+    } else {
+      if (!s.too_small)
+        for (const auto& [figure, x] : n.figures)
+          if (auto e = outlier(figure, x, s.figures[figure], policy)) accuse(ns, std::move(*e));
+      baseline_evidence(n, policy, ns);
+    }
+    s.nodes.push_back(std::move(ns));
+  }
+  fact_evidence(nodes, s.nodes);
+  std::stable_sort(s.nodes.begin(), s.nodes.end(), [](const NodeScore& a, const NodeScore& b) {
+    if (a.suspect != b.suspect) return a.suspect;
+    if (a.worst_z != b.worst_z) return a.worst_z > b.worst_z;
+    return a.name < b.name;
+  });
+  return s;
+}
+
+namespace {
+
+// What the run's setup found (results.json provenance): the probe's facts, and as figures the GPU
+// count and the least free HBM of the node's GPUs (the vendor tool's), and JAX's device count.
+void read_probe(const Results& r, FleetNode& n) {
+  const auto fields = r.provenance_fields.value_or(nlohmann::ordered_json::object());
+  for (const char* fact : kFleetFacts)
+    if (fields.contains(fact))
+      n.facts[fact] = fields[fact].is_string() ? fields[fact].get<std::string>() : fields[fact].dump();
+  const auto& pv = r.provenance;
+  const auto jax_nodes = pv.value("nodes", nlohmann::ordered_json::array());
+  if (!jax_nodes.empty() && jax_nodes[0].value("local_devices", nlohmann::ordered_json()).is_number())
+    n.figures["probe jax_devices"] = jax_nodes[0]["local_devices"].get<double>();
+  const auto gpus = pv.value("gpus", nlohmann::ordered_json::array());
+  if (gpus.empty()) return;
+  double count = 0, least_free = std::numeric_limits<double>::infinity();
+  for (const auto& node : gpus)
+    for (const auto& d : node.value("devices", nlohmann::ordered_json::array())) {
+      ++count;
+      if (d.value("free_gb", nlohmann::ordered_json()).is_number())
+        least_free = std::min(least_free, d["free_gb"].get<double>());
+    }
+  n.figures["probe gpu_count"] = count;
+  if (std::isfinite(least_free)) n.figures["probe hbm_free_gb"] = least_free;
+}
+
+}  // namespace
+
+FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& results_json) {
+  FleetNode n;
+  n.name = name;
+  if (!std::filesystem::exists(results_json)) {
+    n.failure = "no " + results_json.string();
+    return n;
+  }
+  Results r;
+  try {
+    r = read_results(results_json);
+  } catch (const std::exception& e) {
+    n.failure = results_json.string() + " does not parse: " + e.what();
+    return n;
+  }
+  n.status = to_string(r.status());
+  for (const auto& st : r.stages)
+    if (n.failure.empty() && is_unverified(st.outcome)) n.failure = st.test + ": " + st.message;
+  // One line: the reasons go into a line per node (suspect_nodes.txt).
+  for (std::size_t at; (at = n.failure.find('\n')) != std::string::npos;)
+    n.failure.replace(at, 1, at + 1 < n.failure.size() ? " / " : "");
+  for (const auto& [key, sweep] : r.sweeps) {
+    for (const auto& [metric, v] : sweep.metrics)
+      if (!std::isnan(v) && is_fleet_metric(metric)) n.figures[key + " " + metric] = v;
+    if (!sweep.steady_state) continue;
+    for (const auto& [metric, iv] : sweep.steady_state->intervals)
+      if (!std::isnan(iv.estimate)) n.steady[key + " " + metric] = iv.estimate;
+  }
+  read_probe(r, n);
+  return n;
+}
+
+std::map<std::string, FigureStats> read_fleet_baseline(const std::filesystem::path& file) {
+  const std::string name = file.string();
+  // The calibration file is a threshold file: read (and its gates checked) as each node's
+  // --thresholds will be, before any node runs.
+  const ThresholdFile thresholds = load_thresholds(file);
+  const auto stats = thresholds.calibration
+                         ? thresholds.calibration->value("statistics", nlohmann::ordered_json::object())
+                         : nlohmann::ordered_json::object();
+  std::map<std::string, FigureStats> out;
+  for (const auto& [sweep, metrics] : stats.items())
+    for (const auto& [metric, st] : metrics.items())
+      if (st.is_object() && st.value("median", nlohmann::json()).is_number() &&
+          st.value("mad_sigma", nlohmann::json()).is_number())
+        out[sweep + " " + metric] = {st["median"].get<double>(), st["mad_sigma"].get<double>() / 1.4826,
+                                     st.value("n", std::size_t{0}), true};
+  if (out.empty())
+    throw ConfigError(
+        name, "/_calibration/statistics", "no calibrated statistics (not a calibration file?)",
+        "calibrate a known-good node first: cvs calibrate --config CONFIG, then pass the file it writes");
+  return out;
+}
+
+std::string fleet_reasons(const NodeScore& node) {
+  std::string out;
+  for (const auto& e : node.evidence) out += (out.empty() ? "" : "; ") + e.text;
+  return out;
+}
+
+namespace {
+
+// The cluster file with only the healthy nodes, the first of them the head.
+nlohmann::ordered_json healthy_cluster(const Cluster& cluster, const std::vector<std::string>& healthy) {
+  std::vector<Node> nodes;
+  for (const auto& name : healthy)
+    for (const auto& node : cluster.nodes)
+      if (node.name == name) nodes.push_back(node);
+  return cluster_file_with(cluster, nodes);
+}
+
+void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+nlohmann::ordered_json fleet_json(const FleetScore& score, const FleetPolicy& policy) {
+  nlohmann::ordered_json j;
+  j["policy"] = {
+      {"max_z", policy.max_z}, {"min_deviation", policy.min_deviation}, {"min_fleet", policy.min_fleet}};
+  j["scored_nodes"] = score.scored;
+  j["too_small"] = score.too_small;
+  j["suspects"] = score.suspects();
+  j["healthy"] = score.healthy();
+  auto figures = nlohmann::ordered_json::object();
+  for (const auto& [f, st] : score.figures)
+    figures[f] = {{"median", st.median}, {"mad", st.mad}, {"nodes", st.nodes}};
+  j["figures"] = figures;
+  auto nodes = nlohmann::ordered_json::array();
+  for (const auto& n : score.nodes) {
+    auto ev = nlohmann::ordered_json::array();
+    for (const auto& e : n.evidence)
+      ev.push_back({{"figure", e.figure},
+                    {"value", e.value},
+                    {"median", e.median},
+                    {"z", e.z},
+                    {"deviation", e.deviation},
+                    {"text", e.text}});
+    nodes.push_back({{"name", n.name}, {"suspect", n.suspect}, {"evidence", ev}});
+  }
+  j["nodes"] = nodes;
+  return j;
+}
+
+}  // namespace
+
+void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& score, const Cluster& cluster,
+                         const FleetPolicy& policy) {
+  std::string suspects, healthy, exclude;
+  for (const auto& n : score.nodes) {
+    if (!n.suspect) {
+      healthy += n.name + "\n";
+      continue;
+    }
+    suspects += n.name + "\t" + fleet_reasons(n) + "\n";
+    for (const auto& node : cluster.nodes)
+      if (node.name == n.name) exclude += (exclude.empty() ? "" : ",") + node.host;
+  }
+  write_text(dir / "suspect_nodes.txt", suspects);
+  write_text(dir / "healthy_nodes.txt", healthy);
+  write_text(dir / "slurm_exclude.txt", exclude.empty() ? "" : "--exclude=" + exclude + "\n");
+  const auto ok = score.healthy();
+  std::error_code ec;
+  std::filesystem::remove(dir / "healthy_cluster.json", ec);
+  if (!ok.empty()) write_text(dir / "healthy_cluster.json", healthy_cluster(cluster, ok).dump(2) + "\n");
+  write_text(dir / "fleet.json", fleet_json(score, policy).dump(2) + "\n");
+}
+
+}  // namespace cvs

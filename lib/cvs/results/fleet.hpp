@@ -1,0 +1,104 @@
+// Fleet mode: the single-node workload run on every node of a cluster, each node an independent
+// run, and each node scored against the fleet to name the outliers (jaxmaxtext_fleet).
+//
+// Scoring, per figure (a sweep's metric) with its direction from the metric catalog: the fleet's
+// median and MAD over the nodes whose run passed, and each node's modified z-score
+// z = 0.6745 (x - median) / MAD (Iglewicz & Hoaglin 1993, "How to Detect and Handle Outliers";
+// |z| > 3.5 marks an outlier). A node is a suspect when a figure is on the bad side of the median
+// beyond both bounds (|z| > max_z and a relative distance of min_deviation or more: a fleet whose
+// nodes agree to 0.1 % has a tiny MAD, and 1 % from it is not a fault), when its run failed or
+// errored (the suite's own gates: absolute floors from the threshold file included), or when it
+// left no results. Fewer than min_fleet scored nodes: the fleet is too small to score, and only
+// the runs' own verdicts count.
+//
+// Also, whatever the fleet's size:
+//  - a calibrated baseline (cvs calibrate's file, --baseline): each node's steady-state estimate of
+//    a calibrated metric against the calibration's median and MAD (its mad_sigma / 1.4826), by
+//    the same two bounds;
+//  - the probe: what each run's setup found (GPU count, free HBM, JAX devices as figures; GPU
+//    models, device kind, JAX, MaxText, CPU count and image as facts): a node whose fact differs
+//    from what more than half of the nodes have is a suspect (a heterogeneous node).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cvs/exec/cluster.hpp"
+
+namespace cvs {
+
+struct FigureStats {
+  double median = 0, mad = 0;
+  std::size_t nodes = 0;    // the nodes (or calibration repeats) it is over
+  bool calibrated = false;  // from a calibration file, not the fleet
+};
+
+struct FleetPolicy {
+  double max_z = 3.5;
+  double min_deviation = 0.10;  // relative to the median
+  std::size_t min_fleet = 3;
+  std::map<std::string, FigureStats> baseline;  // "<sweep> <metric>" -> the calibration's
+};
+
+// One node's run, as its results.json says it.
+struct FleetNode {
+  std::string name;
+  std::string status;   // the run's PASS, FAIL, ERROR, INCONCLUSIVE; "" when it left no results
+  std::string failure;  // why, when status is not PASS: the first failing stage and its message
+  std::map<std::string, double> figures;     // "<sweep> <metric>" or "probe <what>" -> value
+  std::map<std::string, double> steady;      // "<sweep> <metric>" -> its steady-state estimate
+  std::map<std::string, std::string> facts;  // the probe's: gpus, device_kind, jax_version, ...
+};
+
+struct FleetEvidence {
+  std::string figure;                                  // "<sweep> <metric>", or "run" for a failed run
+  double value = 0, median = 0, z = 0, deviation = 0;  // deviation: (value - median) / median
+  std::string text;                                    // in words
+};
+
+struct NodeScore {
+  std::string name;
+  bool suspect = false;
+  double worst_z = 0;  // the most negative "badness" first: |z| on the bad side, 0 when none
+  std::vector<FleetEvidence> evidence;
+};
+
+struct FleetScore {
+  bool too_small = false;  // fewer than min_fleet scored nodes: no outlier scoring
+  std::size_t scored = 0;  // nodes whose run passed (the fleet the medians are over)
+  std::map<std::string, FigureStats> figures;
+  std::vector<NodeScore> nodes;  // worst first: suspects (by worst_z), then healthy by name
+  std::vector<std::string> suspects() const;
+  std::vector<std::string> healthy() const;
+};
+
+// The figures scored: tokens_per_sec_per_gpu and step_time_p50_ms (their direction from the
+// metric catalog) and final_loss (a node that computes a different loss on the same synthetic
+// data is a fault either way).
+bool is_fleet_metric(const std::string& metric);
+
+FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& policy);
+
+// A node's run from its report folder's results.json (missing or unreadable: status "").
+FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& results_json);
+
+// The baseline of a calibrated threshold file (its _calibration statistics: per sweep and
+// metric, the repeats' median and mad_sigma). Throws ConfigError (file, pointer, fix) when the
+// file does not parse or holds no calibration.
+std::map<std::string, FigureStats> read_fleet_baseline(const std::filesystem::path& calibration_file);
+
+// The outputs that act, into `dir`: suspect_nodes.txt (name, tab, reasons), healthy_nodes.txt,
+// slurm_exclude.txt (--exclude=host1,host2; empty without suspects), healthy_cluster.json (the
+// cluster file with the suspects removed, its head the first healthy node; absent when no node is
+// healthy) and fleet.json (every node's figures, z-scores and evidence). The JUnit file and the
+// HTML page are the reports' (reports/cvs/fleet_report.hpp).
+void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& score, const Cluster& cluster,
+                         const FleetPolicy& policy);
+
+// One line of reasons for a suspect ("" for a healthy node).
+std::string fleet_reasons(const NodeScore& node);
+
+}  // namespace cvs

@@ -1,0 +1,354 @@
+#include "cvs/results/metrics.hpp"
+
+#include "cvs/catalog/metric_catalog.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace cvs {
+
+std::optional<double> RunMetrics::get(const std::string& name) const {
+  auto it = values.find(name);
+  if (it == values.end()) return std::nullopt;
+  return it->second;
+}
+
+const std::vector<std::string>& tracked_metric_names() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> names;
+    for (const auto& m : metric_catalog()) names.emplace_back(m.name);
+    return names;
+  }();
+  return v;
+}
+
+namespace {
+
+std::string order_problem(const std::string& source, long long prev, long long cur) {
+  if (cur == prev)
+    return source + ": step " + std::to_string(cur) +
+           " appears twice: two runs wrote into one log (duplicates are rejected, not averaged)";
+  return source + ": step numbers go down (" + std::to_string(prev) + " then " + std::to_string(cur) +
+         "): the log holds a restarted or blended run";
+}
+
+// Least squares over points given by each(f), f(step, loss) in order: the means, then the sums
+// around them (two passes, as the vector version has always done).
+template <class Each>
+std::optional<double> slope_of(Each each, std::size_t n) {
+  if (n < 2) return std::nullopt;
+  double mx = 0, my = 0;
+  each([&](long long step, double loss) {
+    mx += static_cast<double>(step);
+    my += loss;
+  });
+  mx /= static_cast<double>(n);
+  my /= static_cast<double>(n);
+  double sxy = 0, sxx = 0;
+  each([&](long long step, double loss) {
+    const double dx = static_cast<double>(step) - mx;
+    sxy += dx * (loss - my);
+    sxx += dx * dx;
+  });
+  if (sxx == 0) return std::nullopt;
+  return sxy / sxx;
+}
+
+}  // namespace
+
+void check_step_series(const std::vector<StepRecord>& steps, const std::string& source) {
+  for (std::size_t i = 1; i < steps.size(); ++i)
+    if (steps[i].step <= steps[i - 1].step)
+      throw MetricsError(order_problem(source, steps[i - 1].step, steps[i].step));
+}
+
+PercentileRank percentile_rank(std::size_t n, double pct) {
+  const double rank = pct / 100.0 * static_cast<double>(n - 1);
+  PercentileRank r;
+  r.lo = static_cast<std::size_t>(std::floor(rank));
+  r.hi = static_cast<std::size_t>(std::ceil(rank));
+  r.frac = rank - static_cast<double>(r.lo);
+  return r;
+}
+
+std::vector<double> percentiles_in_place(std::vector<double>& v, const std::vector<double>& pcts) {
+  std::vector<double> out;
+  // The same values as sorting and interpolating between ranks lo and hi, in linear time: the
+  // lo-th element by selection, the hi-th as the least of those after it. Ascending percentiles
+  // select only among the elements above the previous one's.
+  std::size_t from = 0;
+  for (double pct : pcts) {
+    if (v.empty()) {
+      out.push_back(std::nan(""));
+      continue;
+    }
+    const auto r = percentile_rank(v.size(), pct);
+    if (r.lo < from) from = 0;  // not ascending: select among all again
+    std::nth_element(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(r.lo), v.end());
+    const double a = v[r.lo];
+    const double b = r.hi == r.lo ? a : *std::min_element(v.begin() + static_cast<long>(r.lo) + 1, v.end());
+    out.push_back(r.at(a, b));
+    from = r.lo;
+  }
+  return out;
+}
+
+double percentile_in_place(std::vector<double>& v, double pct) {
+  return percentiles_in_place(v, {pct})[0];
+}
+
+double percentile(std::vector<double> v, double pct) {
+  return percentile_in_place(v, pct);
+}
+
+std::optional<double> least_squares_slope(const std::vector<LossPoint>& pts) {
+  return slope_of(
+      [&](auto f) {
+        for (const auto& p : pts) f(p.step, p.loss);
+      },
+      pts.size());
+}
+
+StepSeries::StepSeries(const MetricsContext& ctx, bool keep_curves) : ctx_(ctx), keep_curves_(keep_curves) {}
+
+void StepSeries::check_order(const std::string& source) const {
+  if (order_problem_)
+    throw MetricsError(order_problem(source, order_problem_->first, order_problem_->second));
+}
+
+void StepSeries::add_eval(const EvalRecord& e) {
+  ++evals_;
+  last_eval_loss_ = e.loss;
+  const auto& cv = ctx_.convergence;
+  if (!(cv.target_value > 0) || eval_hit_ || !(e.loss <= cv.target_value)) return;
+  eval_hit_ = e.after_step;
+  if (records_ == 0 || last_.step <= e.after_step) {  // the steps up to it are all in, or still to come
+    eval_seconds_ = cum_seconds_;
+    eval_open_ = true;
+    return;
+  }
+  // Its line came after later steps' lines: the time from the steps before it, summed in order.
+  if (recent_.pushed() > recent_.size() && recent_[0].first > e.after_step) {
+    eval_lost_ = true;
+    return;
+  }
+  double t = before_recent_;
+  for (std::size_t k = 0; k < recent_.size() && recent_[k].first <= e.after_step; ++k) t += recent_[k].second;
+  eval_seconds_ = t;
+}
+
+void StepSeries::add(const StepRecord& r) {
+  if (records_ > 0 && r.step <= last_.step && !order_problem_) order_problem_ = {last_.step, r.step};
+  if (records_ == 0) first_ = r;
+  if (!std::isfinite(r.loss) && !nonfinite_) {
+    nonfinite_ = true;
+    first_nonfinite_ = r.step;
+  }
+  if (keep_curves_) loss_curve_.push_back({r.step, r.loss});
+  add_speed(r);
+  add_loss_curve(r);
+  add_convergence(r);
+  last_ = r;
+  ++records_;
+}
+
+void StepSeries::add_speed(const StepRecord& r) {
+  // Steady state: drop the warm-up records by position; rampup and profiler boundary steps carry
+  // no throughput.
+  const bool speed = records_ >= kWarmupSteps && !r.rampup && !r.profiler_boundary && r.seconds;
+  if (is_timed(r)) {
+    const std::size_t i = timed_.size();
+    if (!speed) {
+      if (!not_speed_.empty() && not_speed_.back().second == i)
+        ++not_speed_.back().second;
+      else
+        not_speed_.emplace_back(i, i + 1);
+    }
+    timed_.add(r);
+  }
+  if (!speed) return;
+  const double s = *r.seconds;
+  ++speed_n_;
+  speed_secs_ += s;
+  last_secs_.push(s);
+  if (keep_curves_) speed_times_.push_back(s);
+  if (!std::isfinite(s)) ++speed_nonfinite_;
+  for (auto [rate, acc] :
+       {std::pair{r.tflops_per_device, &tflops_}, std::pair{r.tokens_per_device, &tokens_}}) {
+    if (!rate) continue;
+    acc->work += *rate * s;
+    acc->time += s;
+    ++acc->n;
+    acc->last.push(*rate);
+  }
+}
+
+void StepSeries::add_loss_curve(const StepRecord& r) {
+  // Loss curve: the first and the last step, every sample_every-th step and the milestone steps
+  // that the run reached (as CVS samples it: a short run still has a slope, its end counts). The
+  // last is known at finish().
+  const auto& lc = ctx_.loss_curve;
+  const bool sampled =
+      records_ == 0 || (lc.sample_every > 0 && r.step % lc.sample_every == 0) ||
+      std::find(lc.milestone_steps.begin(), lc.milestone_steps.end(), r.step) != lc.milestone_steps.end();
+  last_sampled_ = sampled && std::isfinite(r.loss);
+  if (!last_sampled_) return;
+  sampled_loss_.push_back(r.loss);
+  if (!sampled_steps_.empty()) {
+    auto& run = sampled_steps_.back();
+    if (run.n == 1) run.stride = r.step - run.first;
+    if (r.step == run.first + run.stride * static_cast<long long>(run.n)) {
+      ++run.n;
+      return;
+    }
+  }
+  sampled_steps_.push_back({sampled_loss_.size() - 1, r.step, 0, 1});
+}
+
+void StepSeries::add_convergence(const StepRecord& r) {
+  const double s = r.seconds.value_or(0.0);
+  cum_seconds_ += s;
+  const auto& cv = ctx_.convergence;
+  if (cv.target_value > 0 && !train_hit_ && r.loss <= cv.target_value) train_hit_ = {r.step, cum_seconds_};
+  if (eval_open_) {
+    if (r.step > *eval_hit_)
+      eval_open_ = false;
+    else
+      eval_seconds_ += s;
+  }
+  if (const auto* old = recent_.next_evicted()) before_recent_ += old->second;
+  recent_.push({r.step, s});
+}
+
+void StepSeries::speed_metrics(RunMetrics& m) {
+  auto set = [&](const std::string& k, double v) { m.values[k] = v; };
+  m.warmup_dropped = std::min(kWarmupSteps, records_);
+  m.step_times_s = std::move(speed_times_);
+  if (speed_n_ == 0) {
+    m.notes.push_back("no steady-state steps after dropping " + std::to_string(kWarmupSteps) +
+                      " warm-up steps: throughput and step-time metrics need more steps");
+    return;
+  }
+  const double mean = speed_secs_ / static_cast<double>(speed_n_);
+  set("step_time_seconds", mean);
+  set("step_time_mean_ms", mean * 1000.0);
+  // The percentiles of the speed records' seconds: the timed ones less the warm-up and rampup, read
+  // in place from the column (a non-finite step time makes them NaN, as it makes the mean).
+  double p50 = std::nan(""), p95 = std::nan("");
+  if (speed_nonfinite_ == 0) {
+    std::vector<std::pair<std::size_t, std::size_t>> keep;
+    std::size_t at = 0;
+    for (const auto& [b, e] : not_speed_) {
+      if (b > at) keep.emplace_back(at, b);
+      at = e;
+    }
+    if (at < timed_.size()) keep.emplace_back(at, timed_.size());
+    const auto r50 = percentile_rank(speed_n_, 50), r95 = percentile_rank(speed_n_, 95);
+    const auto v = timed_.seconds().order_statistics(keep, {r50.lo, r50.hi, r95.lo, r95.hi});
+    p50 = r50.at(v[0], v[1]);
+    p95 = r95.at(v[2], v[3]);
+  }
+  set("step_time_p50_ms", p50 * 1000.0);
+  set("step_time_p95_ms", p95 * 1000.0);
+  // Work over time: sum(rate_i x seconds_i) / sum(seconds_i), the total work of the steps over
+  // their total time. A mean of rates would let one short step inflate the figure. MaxText prints
+  // rates with 3 decimals: a step printed as 0.000 adds (almost) no work but still its time, so one
+  // rounded step moves the figure by its share of the time instead of making it 0.
+  if (tflops_.n > 0 && tflops_.time > 0) set("tflops_per_sec_per_gpu", tflops_.work / tflops_.time);
+  if (tokens_.n > 0 && tokens_.time > 0) {
+    const double per_gpu = tokens_.work / tokens_.time;
+    set("tokens_per_sec_per_gpu", per_gpu);
+    const double total = per_gpu * ctx_.num_nodes * ctx_.gpus_per_node;
+    set("tokens_per_sec_total", total);
+    const auto& b = ctx_.scaling_baseline;
+    if (b.tokens_per_sec_total > 0 && b.num_nodes > 0 && ctx_.distributed) {
+      const double ideal = b.tokens_per_sec_total * static_cast<double>(ctx_.num_nodes) / b.num_nodes;
+      set("scaling_efficiency_pct", 100.0 * total / ideal);
+    }
+  }
+  const std::size_t n10 = std::min<std::size_t>(10, speed_n_);
+  auto tail_mean = [n10](const Tail<double, 10>& t) {
+    double sum = 0.0;
+    for (std::size_t k = t.size() - n10; k < t.size(); ++k) sum += t[k];
+    return sum / static_cast<double>(n10);
+  };
+  set("last_10_steps_step_time_ms_avg", tail_mean(last_secs_) * 1000.0);
+  if (tflops_.n >= n10) set("last_10_steps_model_tflops_per_gpu_avg", tail_mean(tflops_.last));
+  if (tokens_.n >= n10) set("last_10_steps_tokens_per_second_per_gpu_avg", tail_mean(tokens_.last));
+}
+
+void StepSeries::loss_curve_metrics(RunMetrics& m) {
+  if (!last_sampled_ && std::isfinite(last_.loss)) {  // the last step is always on the curve
+    last_sampled_ = true;
+    sampled_loss_.push_back(last_.loss);
+    sampled_steps_.push_back({sampled_loss_.size() - 1, last_.step, 0, 1});
+  }
+  auto each = [&](auto f) {
+    for (const auto& run : sampled_steps_)
+      for (std::size_t k = 0; k < run.n; ++k)
+        f(run.first + run.stride * static_cast<long long>(k), sampled_loss_[run.at + k]);
+  };
+  if (keep_curves_) each([&](long long step, double loss) { m.sampled_curve.push_back({step, loss}); });
+  if (auto slope = slope_of(each, sampled_loss_.size()))
+    m.values["loss_curve_slope"] = *slope;
+  else
+    m.notes.push_back("loss_curve_slope needs >= 2 sampled points (every " +
+                      std::to_string(ctx_.loss_curve.sample_every) + " steps); the run has " +
+                      std::to_string(sampled_loss_.size()));
+}
+
+void StepSeries::convergence_metrics(RunMetrics& m) {
+  // Convergence: the first step whose target loss is <= target_value, and the seconds of the
+  // steps up to it.
+  const auto& cv = ctx_.convergence;
+  if (!(cv.target_value > 0)) return;
+  const bool use_eval = cv.target_metric == "eval_loss" || (cv.target_metric == "auto" && evals_ > 0);
+  const std::optional<long long> hit =
+      use_eval ? eval_hit_ : (train_hit_ ? std::optional(train_hit_->first) : std::nullopt);
+  if (!hit) {
+    m.notes.push_back(std::string("convergence target ") + std::to_string(cv.target_value) +
+                      " not reached by " + (use_eval ? "eval" : "training") + " loss");
+    return;
+  }
+  m.values["steps_to_target"] = static_cast<double>(*hit);
+  if (use_eval && eval_lost_)
+    m.notes.push_back("time_to_target_seconds: the eval line of step " + std::to_string(*hit) +
+                      " came more than 64 step lines after that step's");
+  else
+    m.values["time_to_target_seconds"] = use_eval ? eval_seconds_ : train_hit_->second;
+}
+
+RunMetrics StepSeries::finish() {
+  RunMetrics m;
+  if (records_ == 0) {
+    m.notes.push_back("no 'completed step' lines in the log");
+    return m;
+  }
+  m.values["initial_loss"] = first_.loss;
+  m.values["final_loss"] = last_.loss;
+  // NaN compares false: a run with a non-finite loss never reports a decrease.
+  m.values["loss_decreased"] =
+      (std::isfinite(last_.loss) && last_.loss < first_.loss && !nonfinite_) ? 1.0 : 0.0;
+  m.nonfinite_loss = nonfinite_;
+  if (nonfinite_) m.first_nonfinite_step = first_nonfinite_;
+  m.loss_curve = std::move(loss_curve_);
+  speed_metrics(m);
+  loss_curve_metrics(m);
+  if (evals_ > 0) m.values["eval_loss"] = last_eval_loss_;
+  convergence_metrics(m);
+  m.steady = steady_state(timed_, ctx_.num_nodes * ctx_.gpus_per_node, ctx_.confidence);
+  if (!m.steady.found) m.notes.push_back(m.steady.why);
+  if (!m.steady.note.empty()) m.notes.push_back(m.steady.note);
+  return m;
+}
+
+RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vector<EvalRecord>& evals,
+                           const MetricsContext& ctx) {
+  StepSeries series(ctx, true);
+  for (const auto& e : evals) series.add_eval(e);
+  for (const auto& s : steps) series.add(s);
+  return series.finish();
+}
+
+}  // namespace cvs

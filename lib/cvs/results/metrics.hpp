@@ -1,0 +1,166 @@
+// Run metrics from MaxText step records: the spec's "Tracked metrics" table plus the
+// Megatron-Bridge card figures (initial_loss, last_10_steps_*_avg).
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cvs/config/config.hpp"
+#include "cvs/logs/maxtext_log.hpp"
+#include "cvs/results/step_stats.hpp"
+
+namespace cvs {
+
+// A step series that cannot be trusted as one run (duplicate steps, step numbers going down).
+class MetricsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Records dropped from the front of a run before any throughput/step-time statistic: the first
+// step includes compilation and the second is often unrealistically short. Dropped by position,
+// not by step number, so a run resumed from a checkpoint at step 6 drops its steps 6 and 7.
+inline constexpr std::size_t kWarmupSteps = 2;
+
+struct MetricsContext {
+  int num_nodes = 1;
+  int gpus_per_node = 1;
+  ScalingBaseline scaling_baseline;
+  Convergence convergence;
+  LossCurve loss_curve;
+  bool distributed = false;  // scaling_efficiency_pct is a distributed metric (the spec's table)
+  double confidence = 0.95;  // of the steady-state intervals (statistics.confidence)
+};
+
+struct LossPoint {
+  long long step;
+  double loss;
+};
+
+struct RunMetrics {
+  std::map<std::string, double> values;  // metric name (without "training.") -> value
+  std::vector<LossPoint> loss_curve;     // every step's loss, for plots
+  std::vector<LossPoint> sampled_curve;  // the points the slope is fitted on
+  std::vector<double> step_times_s;      // the speed records' step times (with keep_curves)
+  bool nonfinite_loss = false;           // a NaN/inf loss was seen
+  std::optional<long long> first_nonfinite_step;
+  std::size_t warmup_dropped = 0;
+  SteadyState steady;              // MSER-5 steady state and the speed metrics' intervals (step_stats.hpp)
+  std::vector<std::string> notes;  // why a metric is absent, e.g. "target not reached"
+
+  std::optional<double> get(const std::string& name) const;
+};
+
+// Every metric name the suite can produce, "training."-less, in report order.
+const std::vector<std::string>& tracked_metric_names();
+
+// Rejects duplicate step numbers and step numbers that go down (a blended or restarted log).
+void check_step_series(const std::vector<StepRecord>& steps, const std::string& source);
+
+RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vector<EvalRecord>& evals,
+                           const MetricsContext& ctx);
+
+// The last N values pushed, oldest first (a fixed ring: no allocation per record).
+template <class T, std::size_t N>
+class Tail {
+ public:
+  void push(const T& v) { v_[n_++ % N] = v; }
+  const T* next_evicted() const { return n_ >= N ? &v_[n_ % N] : nullptr; }  // what push() drops
+  std::size_t size() const { return n_ < N ? n_ : N; }
+  std::size_t pushed() const { return n_; }
+  const T& operator[](std::size_t k) const { return v_[(n_ - size() + k) % N]; }  // k = 0: the oldest kept
+
+ private:
+  std::array<T, N> v_{};
+  std::size_t n_ = 0;
+};
+
+// The same metrics from records fed one at a time, in log order, evals among them: what it keeps
+// is a few bytes per timed step (TimedSeries) and the sampled loss curve as compact columns,
+// never the records, so `cvs metrics` reads a multi-GB log in bounded memory. compute_metrics is
+// this fed from vectors (evals first). With keep_curves, RunMetrics gets every step's loss and
+// the sampled points (for plots); without, they stay empty and only the figures are computed.
+class StepSeries {
+ public:
+  StepSeries(const MetricsContext& ctx, bool keep_curves);
+  void add_eval(const EvalRecord& e);
+  void add(const StepRecord& r);
+  std::size_t steps() const { return records_; }
+  // Throws MetricsError for the first repeated or decreasing step number seen (check_step_series).
+  void check_order(const std::string& source) const;
+  RunMetrics finish();
+
+ private:
+  void add_speed(const StepRecord& r);
+  void add_loss_curve(const StepRecord& r);
+  void add_convergence(const StepRecord& r);
+  void speed_metrics(RunMetrics& m);
+  void loss_curve_metrics(RunMetrics& m);
+  void convergence_metrics(RunMetrics& m);
+
+  MetricsContext ctx_;
+  bool keep_curves_;
+  std::size_t records_ = 0;
+  std::optional<std::pair<long long, long long>> order_problem_;  // (previous, current) step
+  StepRecord first_, last_;
+  bool nonfinite_ = false;
+  long long first_nonfinite_ = 0;
+  std::vector<LossPoint> loss_curve_;
+  std::vector<double> speed_times_;
+  // Speed figures over the records after the warm-up (by position), as running sums.
+  struct Rate {
+    double work = 0, time = 0;
+    std::size_t n = 0;
+    Tail<double, 10> last;
+  };
+  std::size_t speed_n_ = 0, speed_nonfinite_ = 0;
+  double speed_secs_ = 0;
+  Tail<double, 10> last_secs_;
+  Rate tflops_, tokens_;
+  // Timed records the speed percentiles leave out (warm-up, rampup), as index ranges.
+  std::vector<std::pair<std::size_t, std::size_t>> not_speed_;
+  TimedSeries timed_;
+  // Sampled loss curve: its steps as runs (start index, first step, stride, count) and its losses.
+  struct Run {
+    std::size_t at;
+    long long first, stride;
+    std::size_t n;
+  };
+  std::vector<Run> sampled_steps_;
+  DecimalColumn sampled_loss_{3};
+  bool last_sampled_ = false;  // the latest record is on the curve
+  // Convergence: the first train step at the target, the first eval at it, and the time to it.
+  double cum_seconds_ = 0;
+  std::optional<std::pair<long long, double>> train_hit_;  // step, seconds to it
+  std::size_t evals_ = 0;
+  double last_eval_loss_ = 0;
+  std::optional<long long> eval_hit_;
+  double eval_seconds_ = 0;
+  bool eval_open_ = false, eval_lost_ = false;
+  Tail<std::pair<long long, double>, 64> recent_;  // the last steps (step, seconds)
+  double before_recent_ = 0;                       // the seconds of the steps before them
+};
+
+// The one definition of a percentile here: over n sorted values, rank = pct/100 x (n - 1), and
+// the value interpolated linearly between the values at floor(rank) and ceil(rank). Every
+// percentile (of a vector, a column, a histogram of resamples) reads its two order statistics
+// and calls at().
+struct PercentileRank {
+  std::size_t lo = 0, hi = 0;
+  double frac = 0;
+  double at(double lo_value, double hi_value) const { return lo_value + (hi_value - lo_value) * frac; }
+};
+PercentileRank percentile_rank(std::size_t n, double pct);  // n >= 1
+
+// Helpers shared with reports.
+double percentile(std::vector<double> v, double pct);            // linear interpolation, pct in [0,100]
+double percentile_in_place(std::vector<double>& v, double pct);  // the same; reorders v
+// Several percentiles of v at once (ascending pcts select each among the elements above the last).
+std::vector<double> percentiles_in_place(std::vector<double>& v, const std::vector<double>& pcts);
+std::optional<double> least_squares_slope(const std::vector<LossPoint>& pts);
+
+}  // namespace cvs

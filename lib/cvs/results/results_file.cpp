@@ -1,0 +1,712 @@
+#include "cvs/results/results_file.hpp"
+
+#include <cmath>
+#include <fstream>
+
+#include "cvs/config/config_error.hpp"
+#include "cvs/config/json_reader.hpp"
+
+namespace cvs {
+
+using J = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* kFix = "pass a results.json that a cvs suite wrote (schema_version 1)";
+
+J number_or_null(double v) {
+  return std::isfinite(v) ? J(v) : J(nullptr);
+}
+
+template <class T>
+J opt(const std::optional<T>& o) {
+  return o ? J(*o) : J(nullptr);
+}
+
+// One JSON object of a results.json being read, with its pointer. The file is the suite's own
+// output, so the first wrong type ends the read (a ConfigError at its key); the user's files
+// (config, cluster, thresholds) go through JsonReader, which collects every issue.
+class In {
+ public:
+  In(const J& j, std::string pointer, const std::string& file)
+      : j_(j), ptr_(std::move(pointer)), file_(file) {
+    if (!j_.is_object()) fail(ptr_, "is " + json_type_name(j_) + ", not an object");
+  }
+  bool has(const char* k) const { return j_.contains(k); }
+  const J* find(const char* k) const {
+    auto it = j_.find(k);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  In object(const char* k) const { return In(at(k), at_ptr(k), file_); }
+  const J& at(const char* k) const {
+    auto it = j_.find(k);
+    if (it == j_.end()) fail(at_ptr(k), "is missing");
+    return *it;
+  }
+  std::string at_ptr(const char* k) const { return pointer_join(ptr_, k); }
+  const std::string& file() const { return file_; }
+
+  std::string str(const char* k, std::string dflt = "") const {
+    const J* v = find(k);
+    if (!v) return dflt;
+    if (!v->is_string()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not a string");
+    return v->get<std::string>();
+  }
+  bool boolean(const char* k, bool dflt = false) const {
+    const J* v = find(k);
+    if (!v) return dflt;
+    if (!v->is_boolean()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not true/false");
+    return v->get<bool>();
+  }
+  // A number; null reads as NaN (a figure that was not finite).
+  double num(const char* k, double dflt = 0) const {
+    const J* v = find(k);
+    return v ? number(*v, at_ptr(k)) : dflt;
+  }
+  template <class Int>
+  Int integer(const char* k, Int dflt = 0) const {
+    const J* v = find(k);
+    if (!v) return dflt;
+    if (!v->is_number_integer()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not an integer");
+    return v->get<Int>();
+  }
+  std::optional<double> opt_num(const char* k) const {
+    const J* v = find(k);
+    if (!v) return std::nullopt;
+    return number(*v, at_ptr(k));
+  }
+  // Absent or null: nullopt.
+  std::optional<double> nullable_num(const char* k) const {
+    const J* v = find(k);
+    if (!v || v->is_null()) return std::nullopt;
+    return number(*v, at_ptr(k));
+  }
+  std::optional<long long> nullable_int(const char* k) const {
+    const J* v = find(k);
+    if (!v || v->is_null()) return std::nullopt;
+    return integer<long long>(k);
+  }
+  std::optional<std::string> opt_str(const char* k) const {
+    if (!has(k)) return std::nullopt;
+    return str(k);
+  }
+  const J& array(const char* k) const {
+    static const J empty = J::array();
+    const J* v = find(k);
+    if (!v) return empty;
+    if (!v->is_array()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not an array");
+    return *v;
+  }
+  double number(const J& v, const std::string& ptr) const {
+    if (v.is_null()) return NAN;
+    if (!v.is_number()) fail(ptr, "is " + json_type_name(v) + ", not a number");
+    return v.get<double>();
+  }
+  [[noreturn]] void fail(const std::string& ptr, const std::string& what) const {
+    throw ConfigError(file_, ptr, what, kFix);
+  }
+
+ private:
+  const J& j_;
+  std::string ptr_;
+  const std::string& file_;
+};
+
+// ---- writing ---------------------------------------------------------------------------------
+
+J run_json(const RunRecord& o) {
+  J j;
+  j["ok"] = o.ok;
+  j["failure"] = o.failure;
+  j["wall_seconds"] = o.wall_seconds;
+  j["timed_out"] = o.timed_out;
+  if (o.first_error)
+    j["first_error"] = {{"node", o.first_error->node},
+                        {"pattern", o.first_error->pattern},
+                        {"line_no", o.first_error->line_no},
+                        {"line", o.first_error->line}};
+  J nodes = J::array();
+  for (const auto& n : o.nodes)
+    nodes.push_back({{"node", n.node},
+                     {"rank", n.rank},
+                     {"state", std::string(to_string(n.state))},
+                     {"exit_code", n.exit_code},
+                     {"remote_log", n.remote_log},
+                     {"log", n.log},
+                     {"last_step", opt(n.last_step)},
+                     {"errors", n.errors}});
+  j["nodes"] = nodes;
+  if (o.maxtext_yaml) j["maxtext_yaml"] = *o.maxtext_yaml;
+  return j;
+}
+
+J steady_json(const SteadyStateRecord& st) {
+  J steady = {{"found", st.found}, {"rule", st.rule}, {"confidence", st.confidence}};
+  if (st.found) {
+    steady["first_step"] = st.first_step;
+    steady["steps"] = st.steps;
+  } else {
+    steady["why"] = st.why;
+  }
+  if (st.drift_pct) steady["drift_pct"] = number_or_null(*st.drift_pct);
+  J ivs = J::object();
+  for (const auto& [name, iv] : st.intervals)
+    ivs[name] = {{"estimate", number_or_null(iv.estimate)},
+                 {"lo", number_or_null(iv.lo)},
+                 {"hi", number_or_null(iv.hi)}};
+  steady["intervals"] = ivs;
+  return steady;
+}
+
+J evaluation_json(const EvaluationRecord& e) {
+  J ej = {{"metric", e.metric},
+          {"value", number_or_null(e.value)},
+          {"outcome", to_string(e.outcome)},
+          {"message", e.message}};
+  if (e.interval) ej["interval"] = {number_or_null(e.interval->first), number_or_null(e.interval->second)};
+  if (e.margin_pct) ej["margin_pct"] = number_or_null(*e.margin_pct);
+  if (e.gate) {
+    ej["kind"] = e.gate->kind;
+    ej["threshold"] = e.gate->threshold;
+    if (e.gate->tolerance_pct) ej["tolerance_pct"] = *e.gate->tolerance_pct;
+    if (e.gate->reference) ej["reference"] = *e.gate->reference;
+  }
+  return ej;
+}
+
+J early_stop_json(const EarlyStopRecord& x) {
+  return {{"configured_steps", x.configured_steps},
+          {"cap", x.cap},
+          {"steps_run", x.steps_run},
+          {"stopped_early", x.stopped_early},
+          {"looks", x.looks},
+          {"per_look_confidence", x.per_look_confidence},
+          {"reason", x.reason},
+          {"steps_saved", x.steps_saved},
+          {"seconds_saved", x.seconds_saved}};
+}
+
+J sweep_json(const SweepRecord& s) {
+  J sj;
+  sj["test_name"] = s.test_name;
+  sj["status"] = to_string(s.status);
+  if (s.status == SweepStatus::NotRun) return sj;
+  sj["run_name"] = s.run_name;
+  sj["steps"] = s.steps;
+  sj["precision"] = s.precision;
+  sj["quantization"] = s.quantization;
+  sj["num_nodes"] = s.num_nodes;
+  sj["gpus_per_node"] = s.gpus_per_node;
+  sj["parallelism"] = s.parallelism;
+  sj["run"] = run_json(s.run);
+  if (s.early_stop) sj["early_stop"] = early_stop_json(*s.early_stop);
+  sj["metrics_error"] = s.metrics_error;
+  if (s.metrics_source) sj["metrics_source"] = *s.metrics_source;
+  if (s.warmup_steps_dropped) sj["warmup_steps_dropped"] = *s.warmup_steps_dropped;
+  if (s.steady_state) sj["steady_state"] = steady_json(*s.steady_state);
+  if (s.first_nonfinite_step) sj["first_nonfinite_step"] = *s.first_nonfinite_step;
+  J metrics = J::object();
+  for (const auto& [name, v] : s.metrics) metrics[name] = number_or_null(v);
+  sj["metrics"] = metrics;
+  J evals = J::array();
+  for (const auto& e : s.evaluations) evals.push_back(evaluation_json(e));
+  sj["evaluations"] = evals;
+  J curve = J::array(), sampled = J::array();
+  for (const auto& [step, loss] : s.loss_curve) curve.push_back({step, number_or_null(loss)});
+  for (const auto& [step, loss] : s.sampled_curve) sampled.push_back({step, loss});
+  sj["loss_curve"] = curve;
+  sj["sampled_curve"] = sampled;
+  sj["step_times_ms"] = s.step_times_ms;
+  sj["notes"] = s.notes;
+  J effective = J::object();
+  for (const auto& [k, v] : s.effective_config) effective[k] = v;
+  sj["effective_config"] = effective;
+  if (s.peak_memory_gb) sj["peak_memory_gb"] = *s.peak_memory_gb;
+  return sj;
+}
+
+J stage_json(const StageRecord& t) {
+  J props = J::object();
+  for (const auto& [k, v] : t.properties) props[k] = v;
+  return {{"test", t.test},
+          {"stage", t.stage},
+          {"status", to_string(t.status)},
+          {"outcome", to_string(t.outcome)},
+          {"message", t.message},
+          {"seconds", t.seconds},
+          {"properties", props}};
+}
+
+void config_json(J& r, const Results& res) {
+  const auto& c = res.config;
+  r["config"] = {{"file", c.file},
+                 {"sha256", c.sha256},
+                 {"gpu_name", c.gpu_name},
+                 {"gpus_per_node", c.gpus_per_node},
+                 {"mode", c.mode},
+                 {"model", c.model},
+                 {"enforce_thresholds", c.enforce_thresholds},
+                 {"threshold_file", c.threshold_file},
+                 {"thresholds_source", c.thresholds_source},
+                 {"runtime", c.runtime},
+                 {"image", c.image},
+                 {"runs", c.runs}};
+  J nodes = J::array();
+  for (const auto& n : res.cluster.nodes)
+    nodes.push_back({{"name", n.name}, {"host", n.host}, {"transport", n.transport}});
+  r["cluster"] = {{"file", res.cluster.file}, {"nodes", nodes}, {"coordinator", res.cluster.coordinator}};
+  r["provenance"] = res.provenance;
+  if (res.provenance_fields) r["provenance_fields"] = *res.provenance_fields;
+  if (res.calibration) {
+    J diffs = J::array();
+    for (const auto& d : res.calibration->provenance_differences)
+      diffs.push_back({{"field", d.field}, {"calibrated", d.calibrated}, {"now", d.now}});
+    r["calibration"] = {{"file", res.calibration->file},
+                        {"date", res.calibration->date},
+                        {"provenance", res.calibration->provenance},
+                        {"provenance_differences", diffs}};
+  }
+}
+
+J checkpoint_json(const CheckpointRecord& ck) {
+  return {{"sweep", ck.sweep},
+          {"run_name", ck.run_name},
+          {"passed", ck.passed},
+          {"message", ck.message},
+          {"saved_step", opt(ck.saved_step)},
+          {"restored_step", opt(ck.restored_step)},
+          {"resumed_first_step", opt(ck.resumed_first_step)},
+          {"boundary_loss_phase1", opt(ck.boundary_loss_phase1)},
+          {"boundary_loss_phase2", opt(ck.boundary_loss_phase2)},
+          {"checkpoint_save_seconds", opt(ck.save_seconds)},
+          {"checkpoint_load_seconds", opt(ck.load_seconds)},
+          {"max_save_seconds", ck.max_save_seconds},
+          {"max_load_seconds", ck.max_load_seconds},
+          {"deleted_ckpt_dir", ck.deleted_ckpt_dir},
+          {"phase1", run_json(ck.phase1)},
+          {"phase2", ck.phase2 ? run_json(*ck.phase2) : J(nullptr)}};
+}
+
+J baseline_json(const BaselineRecord& b) {
+  if (!b.error.empty()) return {{"baseline", b.baseline}, {"error", b.error}};
+  J cmp = to_json(b.comparison, b.tolerance_pct);
+  cmp["baseline"] = b.baseline;
+  cmp["baseline_started_at"] = b.baseline_started_at;
+  return cmp;
+}
+
+// ---- reading ---------------------------------------------------------------------------------
+
+RunRecord read_run(const In& in) {
+  RunRecord o;
+  o.ok = in.boolean("ok");
+  o.failure = in.str("failure");
+  o.wall_seconds = in.num("wall_seconds");
+  o.timed_out = in.boolean("timed_out");
+  if (in.has("first_error")) {
+    const In e = in.object("first_error");
+    o.first_error =
+        ErrorLineRecord{e.str("node"), e.str("pattern"), e.integer<long long>("line_no"), e.str("line")};
+  }
+  const J& nodes = in.array("nodes");
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const In n(nodes[i], pointer_join(in.at_ptr("nodes"), i), in.file());
+    NodeRunRecord r{n.str("node"),
+                    n.integer<int>("rank"),
+                    NodeState::NotStarted,
+                    n.integer<int>("exit_code", -1),
+                    n.str("remote_log"),
+                    n.str("log"),
+                    n.nullable_int("last_step"),
+                    n.integer<std::size_t>("errors")};
+    const auto state = node_state_from_string(n.str("state", "not started"));
+    if (!state) n.fail(n.at_ptr("state"), "is not a node state");
+    r.state = *state;
+    o.nodes.push_back(std::move(r));
+  }
+  o.maxtext_yaml = in.opt_str("maxtext_yaml");
+  return o;
+}
+
+SteadyStateRecord read_steady(const In& in) {
+  SteadyStateRecord st;
+  st.found = in.boolean("found");
+  st.rule = in.str("rule", "MSER-5");
+  st.confidence = in.num("confidence", 0.95);
+  st.first_step = in.integer<long long>("first_step", -1);
+  st.steps = in.integer<std::size_t>("steps");
+  st.why = in.str("why");
+  st.drift_pct = in.opt_num("drift_pct");
+  if (in.has("intervals")) {
+    const In ivs = in.object("intervals");
+    for (const auto& [name, v] : in.at("intervals").items()) {
+      const In iv(v, ivs.at_ptr(name.c_str()), in.file());
+      st.intervals.emplace_back(
+          name, IntervalRecord{iv.num("estimate", NAN), iv.num("lo", NAN), iv.num("hi", NAN)});
+    }
+  }
+  return st;
+}
+
+EvaluationRecord read_evaluation(const In& e) {
+  EvaluationRecord r;
+  r.metric = e.str("metric");
+  r.value = e.num("value", NAN);
+  const auto o = outcome_from_string(e.str("outcome", "RECORD"));
+  if (!o) e.fail(e.at_ptr("outcome"), "is not an outcome");
+  r.outcome = *o;
+  r.message = e.str("message");
+  if (const J* iv = e.find("interval")) {
+    if (!iv->is_array() || iv->size() != 2) e.fail(e.at_ptr("interval"), "is not a [lo, hi] pair");
+    r.interval = std::pair{e.number((*iv)[0], e.at_ptr("interval") + "/0"),
+                           e.number((*iv)[1], e.at_ptr("interval") + "/1")};
+  }
+  r.margin_pct = e.opt_num("margin_pct");
+  if (e.has("kind"))
+    r.gate = EvaluationRecord::Gate{e.str("kind"), e.num("threshold", NAN), e.opt_num("tolerance_pct"),
+                                    e.opt_str("reference")};
+  return r;
+}
+
+std::vector<std::pair<long long, double>> read_curve(const In& in, const char* key) {
+  std::vector<std::pair<long long, double>> v;
+  const J& a = in.array(key);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto ptr = pointer_join(in.at_ptr(key), i);
+    if (!a[i].is_array() || a[i].size() != 2 || !a[i][0].is_number_integer())
+      in.fail(ptr, "is not a [step, loss] pair");
+    v.emplace_back(a[i][0].get<long long>(), in.number(a[i][1], ptr + "/1"));
+  }
+  return v;
+}
+
+void read_sweep_run(const In& in, SweepRecord& s) {
+  s.run_name = in.str("run_name");
+  s.steps = in.integer<long long>("steps");
+  s.precision = in.str("precision", "bf16");
+  s.quantization = in.str("quantization");
+  s.num_nodes = in.integer<std::size_t>("num_nodes", 1);
+  s.gpus_per_node = in.integer<int>("gpus_per_node", 1);
+  if (in.has("parallelism")) s.parallelism = in.at("parallelism");
+  if (in.has("run")) s.run = read_run(in.object("run"));
+  if (in.has("early_stop")) {
+    const In x = in.object("early_stop");
+    s.early_stop = EarlyStopRecord{x.integer<long long>("configured_steps"),
+                                   x.integer<long long>("cap"),
+                                   x.integer<long long>("steps_run"),
+                                   x.boolean("stopped_early"),
+                                   x.integer<int>("looks"),
+                                   x.num("per_look_confidence", 0.95),
+                                   x.str("reason"),
+                                   x.integer<long long>("steps_saved"),
+                                   x.num("seconds_saved")};
+  }
+  s.metrics_error = in.str("metrics_error");
+  s.metrics_source = in.opt_str("metrics_source");
+  if (in.has("warmup_steps_dropped")) s.warmup_steps_dropped = in.integer<long long>("warmup_steps_dropped");
+  if (in.has("steady_state")) s.steady_state = read_steady(in.object("steady_state"));
+  if (in.has("first_nonfinite_step")) s.first_nonfinite_step = in.integer<long long>("first_nonfinite_step");
+}
+
+void read_sweep_figures(const In& in, SweepRecord& s) {
+  if (in.has("metrics")) {
+    const In m = in.object("metrics");
+    for (const auto& [name, v] : in.at("metrics").items())
+      s.metrics.emplace_back(name, m.number(v, m.at_ptr(name.c_str())));
+  }
+  const J& evals = in.array("evaluations");
+  for (std::size_t i = 0; i < evals.size(); ++i)
+    s.evaluations.push_back(
+        read_evaluation(In(evals[i], pointer_join(in.at_ptr("evaluations"), i), in.file())));
+  s.loss_curve = read_curve(in, "loss_curve");
+  s.sampled_curve = read_curve(in, "sampled_curve");
+  const J& times = in.array("step_times_ms");
+  for (std::size_t i = 0; i < times.size(); ++i)
+    s.step_times_ms.push_back(in.number(times[i], pointer_join(in.at_ptr("step_times_ms"), i)));
+  const J& notes = in.array("notes");
+  for (std::size_t i = 0; i < notes.size(); ++i) {
+    if (!notes[i].is_string()) in.fail(pointer_join(in.at_ptr("notes"), i), "is not a string");
+    s.notes.push_back(notes[i].get<std::string>());
+  }
+  if (in.has("effective_config")) {
+    const In e = in.object("effective_config");
+    for (const auto& [k, v] : in.at("effective_config").items())
+      s.effective_config.emplace_back(k, e.str(k.c_str()));
+  }
+  if (in.has("peak_memory_gb")) s.peak_memory_gb = in.num("peak_memory_gb");
+}
+
+SweepRecord read_sweep(const In& in) {
+  SweepRecord s;
+  s.test_name = in.str("test_name");
+  const auto status = in.str("status", "NOT RUN");
+  s.status = status == "COMPLETED" ? SweepStatus::Completed
+                                   : (status == "FAILED" ? SweepStatus::Failed : SweepStatus::NotRun);
+  if (status != "COMPLETED" && status != "FAILED" && status != "NOT RUN")
+    in.fail(in.at_ptr("status"), "is '" + status + "', not COMPLETED, FAILED or NOT RUN");
+  if (s.status == SweepStatus::NotRun) return s;
+  read_sweep_run(in, s);
+  read_sweep_figures(in, s);
+  return s;
+}
+
+StageRecord read_stage(const In& in) {
+  StageRecord t;
+  t.test = in.str("test");
+  t.stage = in.str("stage");
+  const auto status = in.str("status", "PASS");
+  if (status == "PASS")
+    t.status = TestStatus::Pass;
+  else if (status == "FAIL")
+    t.status = TestStatus::Fail;
+  else if (status == "SKIPPED")
+    t.status = TestStatus::Skipped;
+  else
+    in.fail(in.at_ptr("status"), "is '" + status + "', not PASS, FAIL or SKIPPED");
+  const auto o = outcome_from_string(in.str("outcome", status));
+  if (!o) in.fail(in.at_ptr("outcome"), "is not an outcome");
+  t.outcome = *o;
+  t.message = in.str("message");
+  t.seconds = in.num("seconds");
+  if (in.has("properties")) {
+    const In p = in.object("properties");
+    for (const auto& [k, v] : in.at("properties").items()) t.properties.emplace_back(k, p.str(k.c_str()));
+  }
+  return t;
+}
+
+void read_config(const In& root, Results& r) {
+  const In c = root.object("config");
+  auto& rc = r.config;
+  rc.file = c.str("file");
+  rc.sha256 = c.str("sha256");
+  rc.gpu_name = c.str("gpu_name");
+  rc.gpus_per_node = c.integer<int>("gpus_per_node", 1);
+  rc.mode = c.str("mode");
+  rc.model = c.str("model");
+  rc.enforce_thresholds = c.boolean("enforce_thresholds");
+  rc.threshold_file = c.str("threshold_file");
+  rc.thresholds_source = c.str("thresholds_source", "config");
+  rc.runtime = c.str("runtime");
+  rc.image = c.str("image");
+  const J& runs = c.array("runs");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].is_string()) c.fail(pointer_join(c.at_ptr("runs"), i), "is not a sweep key");
+    rc.runs.push_back(runs[i].get<std::string>());
+  }
+}
+
+void read_cluster(const In& root, Results& r) {
+  if (!root.has("cluster")) return;
+  const In c = root.object("cluster");
+  r.cluster.file = c.str("file");
+  r.cluster.coordinator = c.str("coordinator");
+  const J& nodes = c.array("nodes");
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const In n(nodes[i], pointer_join(c.at_ptr("nodes"), i), root.file());
+    r.cluster.nodes.push_back({n.str("name"), n.str("host"), n.str("transport")});
+  }
+}
+
+void read_provenance(const In& root, Results& r) {
+  if (root.has("provenance")) r.provenance = root.at("provenance");
+  if (root.has("provenance_fields")) r.provenance_fields = root.at("provenance_fields");
+  if (!root.has("calibration")) return;
+  const In c = root.object("calibration");
+  CalibrationRecord cal{c.str("file"), c.str("date"), J::object(), {}};
+  if (c.has("provenance")) cal.provenance = c.at("provenance");
+  const J& diffs = c.array("provenance_differences");
+  for (std::size_t i = 0; i < diffs.size(); ++i) {
+    const In d(diffs[i], pointer_join(c.at_ptr("provenance_differences"), i), root.file());
+    cal.provenance_differences.push_back({d.str("field"), d.str("calibrated"), d.str("now")});
+  }
+  r.calibration = std::move(cal);
+}
+
+CheckpointRecord read_checkpoint(const In& in) {
+  CheckpointRecord ck;
+  ck.sweep = in.str("sweep");
+  ck.run_name = in.str("run_name");
+  ck.passed = in.boolean("passed");
+  ck.message = in.str("message");
+  ck.saved_step = in.nullable_int("saved_step");
+  ck.restored_step = in.nullable_int("restored_step");
+  ck.resumed_first_step = in.nullable_int("resumed_first_step");
+  ck.boundary_loss_phase1 = in.nullable_num("boundary_loss_phase1");
+  ck.boundary_loss_phase2 = in.nullable_num("boundary_loss_phase2");
+  ck.save_seconds = in.nullable_num("checkpoint_save_seconds");
+  ck.load_seconds = in.nullable_num("checkpoint_load_seconds");
+  ck.max_save_seconds = in.num("max_save_seconds");
+  ck.max_load_seconds = in.num("max_load_seconds");
+  ck.deleted_ckpt_dir = in.boolean("deleted_ckpt_dir");
+  if (in.has("phase1")) ck.phase1 = read_run(in.object("phase1"));
+  if (const J* p2 = in.find("phase2"); p2 && !p2->is_null()) ck.phase2 = read_run(in.object("phase2"));
+  return ck;
+}
+
+BaselineRecord read_baseline(const In& in) {
+  BaselineRecord b;
+  b.baseline = in.str("baseline");
+  b.error = in.str("error");
+  if (!b.error.empty()) return b;
+  b.tolerance_pct = in.num("tolerance_pct", 5.0);
+  b.baseline_started_at = in.str("baseline_started_at");
+  const J& deltas = in.array("deltas");
+  for (std::size_t i = 0; i < deltas.size(); ++i) {
+    const In d(deltas[i], pointer_join(in.at_ptr("deltas"), i), in.file());
+    std::string metric = d.str("metric");
+    if (metric.rfind("training.", 0) == 0) metric = metric.substr(9);
+    b.comparison.deltas.push_back({d.str("sweep"), metric, d.num("old", NAN), d.num("new", NAN),
+                                   d.num("delta_pct", NAN), d.boolean("regression")});
+  }
+  const J& notes = in.array("notes");
+  for (const auto& n : notes)
+    if (n.is_string()) b.comparison.notes.push_back(n.get<std::string>());
+  return b;
+}
+
+}  // namespace
+
+std::string to_string(TestStatus s) {
+  switch (s) {
+    case TestStatus::Pass:
+      return "PASS";
+    case TestStatus::Fail:
+      return "FAIL";
+    case TestStatus::Skipped:
+      return "SKIPPED";
+  }
+  return "?";
+}
+
+std::string to_string(SweepStatus s) {
+  switch (s) {
+    case SweepStatus::Completed:
+      return "COMPLETED";
+    case SweepStatus::Failed:
+      return "FAILED";
+    case SweepStatus::NotRun:
+      return "NOT RUN";
+  }
+  return "?";
+}
+
+const double* SweepRecord::metric(const std::string& name) const {
+  for (const auto& [k, v] : metrics)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+std::string SweepRecord::effective(const std::string& key) const {
+  for (const auto& [k, v] : effective_config)
+    if (k == key) return v;
+  return "";
+}
+
+std::string StageRecord::property(const std::string& key) const {
+  for (const auto& [k, v] : properties)
+    if (k == key) return v;
+  return "";
+}
+
+Outcome stage_outcome(TestStatus status, const std::string& outcome_property) {
+  const auto said = outcome_from_string(outcome_property);
+  switch (status) {
+    case TestStatus::Fail:
+      return said && (*said == Outcome::Inconclusive || *said == Outcome::Error) ? *said : Outcome::Fail;
+    case TestStatus::Skipped:
+      return said && *said == Outcome::NA ? Outcome::NA : Outcome::Skipped;
+    case TestStatus::Pass:
+      break;
+  }
+  return said ? *said : Outcome::Pass;
+}
+
+Outcome Results::status() const {
+  bool any_fail = false, any_error = false;
+  for (const auto& t : stages) {
+    any_fail |= t.status == TestStatus::Fail && t.outcome != Outcome::Error;
+    any_error |= t.outcome == Outcome::Error;
+  }
+  return any_fail ? Outcome::Fail : (any_error ? Outcome::Error : Outcome::Pass);
+}
+
+std::vector<std::pair<Outcome, int>> Results::counts() const {
+  std::vector<std::pair<Outcome, int>> c;
+  for (Outcome o : {Outcome::Error, Outcome::Fail, Outcome::Inconclusive, Outcome::NA, Outcome::Pass,
+                    Outcome::Record, Outcome::Skipped})
+    c.emplace_back(o, 0);
+  for (const auto& t : stages)
+    for (auto& [o, n] : c) n += o == t.outcome;
+  return c;
+}
+
+const SweepRecord* Results::sweep(const std::string& key) const {
+  for (const auto& [k, s] : sweeps)
+    if (k == key) return &s;
+  return nullptr;
+}
+
+J to_json(const Results& r) {
+  J j;
+  j["schema_version"] = r.schema_version;
+  j["suite"] = r.suite;
+  j["started_at"] = r.started_at;
+  j["finished_at"] = r.finished_at;
+  j["status"] = to_string(r.status());
+  J counts = J::object();
+  for (const auto& [o, n] : r.counts()) counts[to_string(o)] = n;
+  j["counts"] = counts;
+  config_json(j, r);
+  J sweeps = J::object();
+  for (const auto& [key, s] : r.sweeps) sweeps[key] = sweep_json(s);
+  j["sweeps"] = sweeps;
+  if (r.smoke) j["smoke"] = run_json(*r.smoke);
+  if (r.checkpoint) j["checkpoint_resume"] = checkpoint_json(*r.checkpoint);
+  J stages = J::array();
+  for (const auto& t : r.stages) stages.push_back(stage_json(t));
+  j["stages"] = stages;
+  if (r.baseline) j["baseline_comparison"] = baseline_json(*r.baseline);
+  return j;
+}
+
+Results results_from_json(const J& j, const std::string& file) {
+  if (!j.is_object() || !j.contains("sweeps"))
+    throw ConfigError(file, "", "is not a cvs results.json (no \"sweeps\")", kFix);
+  const In root(j, "", file);
+  Results r;
+  r.schema_version = root.integer<int>("schema_version", 0);
+  if (r.schema_version != kResultsSchemaVersion)
+    root.fail("/schema_version", "is " + std::to_string(r.schema_version) + ", not 1");
+  r.suite = root.str("suite");
+  r.started_at = root.str("started_at");
+  r.finished_at = root.str("finished_at");
+  if (root.has("config")) read_config(root, r);
+  read_cluster(root, r);
+  read_provenance(root, r);
+  const In sweeps = root.object("sweeps");
+  for (const auto& [key, v] : j["sweeps"].items())
+    r.sweeps.emplace_back(key, read_sweep(In(v, sweeps.at_ptr(key.c_str()), file)));
+  if (root.has("smoke")) r.smoke = read_run(root.object("smoke"));
+  if (const J* c = root.find("checkpoint_resume"); c && !c->is_null())
+    r.checkpoint = read_checkpoint(root.object("checkpoint_resume"));
+  const J& stages = root.array("stages");
+  for (std::size_t i = 0; i < stages.size(); ++i)
+    r.stages.push_back(read_stage(In(stages[i], pointer_join("/stages", i), file)));
+  if (root.has("baseline_comparison")) r.baseline = read_baseline(root.object("baseline_comparison"));
+  return r;
+}
+
+Results read_results(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw ConfigError(file.string(), "", "cannot be read", kFix);
+  J j;
+  try {
+    j = J::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(file.string(), "", std::string("is not valid JSON: ") + e.what(), kFix);
+  }
+  return results_from_json(j, file.string());
+}
+
+}  // namespace cvs
