@@ -9,6 +9,7 @@
 #include "cvs/config/thresholds.hpp"
 #include "cvs/logs/logscan.hpp"
 #include "cvs/results/early_stop.hpp"
+#include "cvs/results/evaluation.hpp"
 #include "cvs/results/metrics.hpp"
 #include "cvs/results/step_stats.hpp"
 #include "test_helpers.hpp"

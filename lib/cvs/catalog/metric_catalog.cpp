@@ -37,4 +37,13 @@ const MetricSpec* find_metric(std::string_view name) {
   return nullptr;
 }
 
+const std::vector<std::string>& tracked_metric_names() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> names;
+    for (const auto& m : metric_catalog()) names.emplace_back(m.name);
+    return names;
+  }();
+  return v;
+}
+
 }  // namespace cvs

@@ -25,6 +25,8 @@ struct MetricSpec {
 
 // In report order.
 const std::vector<MetricSpec>& metric_catalog();
+// Every metric name the suite can produce, "training."-less, in report (catalog) order.
+const std::vector<std::string>& tracked_metric_names();
 // nullptr for a name the catalog does not have.
 const MetricSpec* find_metric(std::string_view name);
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cvs/config/thresholds.hpp"
+#include "cvs/results/evaluation.hpp"
 
 namespace cvs {
 

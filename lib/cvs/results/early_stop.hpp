@@ -18,6 +18,7 @@
 
 #include "cvs/config/thresholds.hpp"
 #include "cvs/logs/maxtext_log.hpp"
+#include "cvs/results/evaluation.hpp"
 
 namespace cvs {
 

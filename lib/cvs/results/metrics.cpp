@@ -14,15 +14,6 @@ std::optional<double> RunMetrics::get(const std::string& name) const {
   return it->second;
 }
 
-const std::vector<std::string>& tracked_metric_names() {
-  static const std::vector<std::string> v = [] {
-    std::vector<std::string> names;
-    for (const auto& m : metric_catalog()) names.emplace_back(m.name);
-    return names;
-  }();
-  return v;
-}
-
 namespace {
 
 std::string order_problem(const std::string& source, long long prev, long long cur) {

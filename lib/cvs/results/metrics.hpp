@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/config/config.hpp"
 #include "cvs/logs/maxtext_log.hpp"
 #include "cvs/results/step_stats.hpp"
@@ -54,9 +55,6 @@ struct RunMetrics {
 
   std::optional<double> get(const std::string& name) const;
 };
-
-// Every metric name the suite can produce, "training."-less, in report order.
-const std::vector<std::string>& tracked_metric_names();
 
 // Rejects duplicate step numbers and step numbers that go down (a blended or restarted log).
 void check_step_series(const std::vector<StepRecord>& steps, const std::string& source);

@@ -1,0 +1,210 @@
+#include "cvs/results/evaluation.hpp"
+
+#include <cmath>
+
+#include "cvs/base/format.hpp"
+
+namespace cvs {
+namespace {
+
+std::string fmt(double v) {
+  return short_number(v);
+}
+
+std::string unit(ThresholdKind k) {
+  if (k == ThresholdKind::MaxMs) return " ms";
+  if (k == ThresholdKind::MinTokS) return " tok/s";
+  return "";
+}
+
+}  // namespace
+
+bool is_speed_metric(const std::string& metric) {
+  const auto* spec = find_metric(metric);
+  return spec && spec->speed;
+}
+
+bool loss_curve_gated(const LossCurve& lc, bool enforce_thresholds) {
+  return lc.enforce && enforce_thresholds;
+}
+
+namespace {
+
+// Where the interval [lo, hi] lies against the gate: +1 clears it, -1 wholly fails it, 0 straddles.
+int interval_side(const Interval& i, const ThresholdSpec& s) {
+  switch (s.kind) {
+    case ThresholdKind::Min:
+    case ThresholdKind::MinTokS:
+      return i.lo >= s.value ? 1 : (i.hi < s.value ? -1 : 0);
+    case ThresholdKind::Max:
+    case ThresholdKind::MaxMs:
+      return i.hi <= s.value ? 1 : (i.lo > s.value ? -1 : 0);
+    case ThresholdKind::Within: {
+      const double tol = std::fabs(s.value) * *s.tolerance_pct / 100.0;
+      if (i.lo >= s.value - tol && i.hi <= s.value + tol) return 1;
+      return (i.hi < s.value - tol || i.lo > s.value + tol) ? -1 : 0;
+    }
+    default:
+      return 0;
+  }
+}
+
+bool interval_kind(ThresholdKind k) {
+  return k == ThresholdKind::Min || k == ThresholdKind::MinTokS || k == ThresholdKind::Max ||
+         k == ThresholdKind::MaxMs || k == ThresholdKind::Within;
+}
+
+// Decides a speed metric on its steady-state interval (see evaluate_metric).
+void decide_on_interval(Evaluation& e, const RunMetrics& run, bool enforce) {
+  const auto& s = *e.spec;
+  auto it = run.steady.intervals.find(e.metric);
+  if (it == run.steady.intervals.end()) {
+    e.outcome = enforce ? Outcome::Inconclusive : Outcome::Record;
+    e.message = fmt(*e.actual) + unit(s.kind) + " against " + to_string(s.kind) + " " + fmt(s.value) +
+                unit(s.kind) + ": no interval to decide on (" +
+                (run.steady.found ? "too few steady-state steps" : run.steady.why) + ")";
+    return;
+  }
+  const Interval& i = it->second;
+  e.interval = i;
+  if (s.value != 0) {
+    const bool higher_better = s.kind == ThresholdKind::Min || s.kind == ThresholdKind::MinTokS;
+    e.margin_pct = (higher_better ? 1 : -1) * (i.estimate - s.value) / std::fabs(s.value) * 100.0;
+  }
+  const int side = interval_side(i, s);
+  std::string bound = to_string(s.kind) + " " + fmt(s.value) + unit(s.kind);
+  if (s.kind == ThresholdKind::Within) bound = fmt(s.value) + " +/- " + fmt(*s.tolerance_pct) + "%";
+  std::string cmp =
+      fmt(i.estimate) + unit(s.kind) + ", interval [" + fmt(i.lo) + ", " + fmt(i.hi) + "] over " +
+      std::to_string(run.steady.n) + " steady-state steps from step " +
+      std::to_string(run.steady.first_step) +
+      (run.steady.drift ? " (widened for a drift of " + fmt(100 * run.steady.drift->relative) + " %)" : "") +
+      ": " +
+      (side > 0   ? "clears "
+       : side < 0 ? "wholly fails "
+                  : "straddles ") +
+      bound;
+  const Outcome o = side > 0 ? Outcome::Pass : (side < 0 ? Outcome::Fail : Outcome::Inconclusive);
+  if (!enforce) {
+    e.outcome = Outcome::Record;
+    e.message = cmp + " (enforce_thresholds is false: would be " + to_string(o) + ")";
+    return;
+  }
+  e.outcome = o;
+  e.message = cmp;
+}
+
+// Decides a metric on its value (everything but the speed metrics' interval gates).
+void decide_on_point(Evaluation& e, const RunMetrics& run, bool enforce) {
+  const auto& s = *e.spec;
+  const double a = *e.actual;
+  bool ok = false;
+  std::string cmp;
+  switch (s.kind) {
+    case ThresholdKind::Min:
+    case ThresholdKind::MinTokS:
+      ok = a >= s.value;
+      cmp = fmt(a) + unit(s.kind) + (ok ? " >= " : " < ") + fmt(s.value) + unit(s.kind);
+      break;
+    case ThresholdKind::Max:
+    case ThresholdKind::MaxMs:
+      ok = a <= s.value;
+      cmp = fmt(a) + unit(s.kind) + (ok ? " <= " : " > ") + fmt(s.value) + unit(s.kind);
+      break;
+    case ThresholdKind::Within: {
+      const double tol = std::fabs(s.value) * *s.tolerance_pct / 100.0;
+      ok = std::fabs(a - s.value) <= tol;
+      cmp = fmt(a) + (ok ? " within " : " outside ") + fmt(s.value) + " +/- " + fmt(*s.tolerance_pct) + "%";
+      break;
+    }
+    case ThresholdKind::MinRatio: {
+      auto ref = run.get(s.reference);
+      if (!ref || *ref == 0) {
+        e.outcome = enforce ? Outcome::Fail : Outcome::Record;
+        e.message =
+            "reference metric " + s.reference + " was not produced (or is 0): ratio cannot be checked";
+        return;
+      }
+      const double ratio = a / *ref;
+      ok = ratio >= s.value;
+      cmp = fmt(a) + " / " + s.reference + " " + fmt(*ref) + " = " + fmt(ratio) + (ok ? " >= " : " < ") +
+            fmt(s.value);
+      break;
+    }
+    case ThresholdKind::Info:
+      e.outcome = Outcome::Record;
+      e.message = fmt(a) + " (info: recorded, placeholder " + fmt(s.value) + ")";
+      return;
+  }
+  if (!std::isfinite(a)) {
+    ok = false;
+    cmp = "non-finite value " + fmt(a) + " never passes (" + to_string(s.kind) + " " + fmt(s.value) + ")";
+  }
+  if (!enforce) {
+    e.outcome = Outcome::Record;
+    e.message = cmp + " (enforce_thresholds is false: would " + (ok ? "PASS" : "FAIL") + ")";
+    return;
+  }
+  e.outcome = ok ? Outcome::Pass : Outcome::Fail;
+  e.message = cmp;
+}
+
+}  // namespace
+
+Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
+                           const std::vector<ThresholdSpec>* cell, bool enforce) {
+  Evaluation e;
+  e.metric = metric;
+  e.actual = run.get(metric);
+  if (cell)
+    for (const auto& s : *cell)
+      if (s.metric == metric) e.spec = s;
+  if (!e.actual) {
+    e.outcome = Outcome::NA;
+    e.message = "not produced by this run";
+    return e;
+  }
+  const double a = *e.actual;
+  if (is_speed_metric(metric) && (!e.spec || e.spec->kind == ThresholdKind::Info)) {
+    e.outcome = Outcome::Record;
+    e.message = fmt(a) + " (" + kUncalibrated + ")";
+    return e;
+  }
+  if (!e.spec) {
+    e.outcome = Outcome::Record;
+    e.message = fmt(a) + (cell ? " (no threshold for this metric in the cell)"
+                               : " (no threshold cell for this sweep key)");
+    return e;
+  }
+  const auto& s = *e.spec;
+  if (std::isfinite(a) && interval_kind(s.kind) && has_interval(metric)) {
+    decide_on_interval(e, run, enforce);
+    return e;
+  }
+  decide_on_point(e, run, enforce);
+  return e;
+}
+
+Evaluation evaluate_loss_curve(const RunMetrics& run, const LossCurve& lc, bool enforce_thresholds) {
+  Evaluation e;
+  e.metric = "loss_curve_slope";
+  e.actual = run.get(e.metric);
+  if (!e.actual) {
+    e.outcome = Outcome::NA;
+    e.message = "not produced by this run";
+    return e;
+  }
+  const bool ok = *e.actual < lc.max_slope;
+  e.message = "slope " + fmt(*e.actual) + (ok ? " < " : " >= ") + "max_slope " + fmt(lc.max_slope) +
+              " over " + std::to_string(run.sampled_curve.size()) + " sampled points";
+  if (!loss_curve_gated(lc, enforce_thresholds)) {
+    e.outcome = Outcome::Record;
+    e.message += !lc.enforce ? " (loss_curve.enforce is false" : " (enforce_thresholds is false";
+    e.message += std::string(": would ") + (ok ? "PASS" : "FAIL") + ")";
+    return e;
+  }
+  e.outcome = ok ? Outcome::Pass : Outcome::Fail;
+  return e;
+}
+
+}  // namespace cvs
