@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "cvs/base/utc_time.hpp"
 #include "cvs/results/card.hpp"
+#include "cvs/results/results_file.hpp"
 
 namespace cvs::cli {
 
@@ -18,7 +19,7 @@ int cmd_card(const Args& args) {
   app.add_option("results", file, "a session's results.json")->required()->check(CLI::ExistingFile);
   app.add_option("--out", out_arg, "the card to write (default: verification_card.json beside results.json)");
   if (auto rc = parse_cli(app, args)) return *rc;
-  const auto results = read_results_json(file);
+  const auto results = read_results(file);
   const auto card = make_card(results, utc_now("%Y-%m-%d"));
   const std::filesystem::path out =
       !out_arg.empty() ? std::filesystem::path(out_arg)

@@ -6,6 +6,7 @@
 #include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/results/compare.hpp"
+#include "cvs/results/results_file.hpp"
 
 namespace cvs::cli {
 
@@ -22,7 +23,7 @@ int cmd_compare(const Args& args) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--json", json, "print the comparison as JSON");
   if (auto rc = parse_cli(app, args)) return *rc;
-  const Results docs[2] = {read_results_json(old_file), read_results_json(new_file)};
+  const Results docs[2] = {read_results(old_file), read_results(new_file)};
   const auto c = compare_results(docs[0], docs[1], tol);
   if (json) {
     std::cout << to_json(c, tol).dump(2) << "\n";

@@ -5,6 +5,7 @@
 #include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/html_report.hpp"
+#include "cvs/results/results_file.hpp"
 
 namespace cvs::cli {
 
@@ -15,7 +16,7 @@ int cmd_report(const Args& args) {
   app.add_option("results", file, "a session's results.json")->required()->check(CLI::ExistingFile);
   app.add_option("--out", out, "the HTML file to write (default: standard output)");
   if (auto rc = parse_cli(app, args)) return *rc;
-  const auto results = read_results_json(file);
+  const auto results = read_results(file);
   const std::string html = report::render_html(results);
   if (!out.empty()) {
     std::ofstream(out) << html;

@@ -8,10 +8,6 @@
 
 namespace cvs::cli {
 
-Results read_results_json(const std::string& file) {
-  return read_results(file);
-}
-
 std::filesystem::path suite_executable(const std::string& suite) {
   const auto self = std::filesystem::read_symlink("/proc/self/exe");
   return self.parent_path().parent_path().parent_path() / "suites" / suite;

@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "cvs/results/results_file.hpp"
-
 namespace cvs::cli {
 
 using Args = std::vector<std::string>;
@@ -26,9 +24,6 @@ class BadInput : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-// A results.json, or BadInput naming the file and what is wrong.
-Results read_results_json(const std::string& file);
-
 // build/suites/SUITE beside this binary's build tree.
 std::filesystem::path suite_executable(const std::string& suite);
 
