@@ -1,5 +1,7 @@
 #include "cvs/config/json_reader.hpp"
 
+#include "cvs/base/format.hpp"
+
 #include <algorithm>
 
 namespace cvs {
@@ -44,117 +46,158 @@ std::string closest_key(const std::string& key, const std::vector<std::string>& 
   return best;
 }
 
-void JsonReader::unknown_keys(const Json& obj, const std::string& ptr,
-                              const std::vector<std::string>& allowed, const std::string& block) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
+std::string join_or(const std::vector<std::string>& words) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    out += (i == 0 ? "" : (i + 1 == words.size() ? " or " : ", ")) + words[i];
+  return out;
+}
+
+namespace {
+
+// "/container/runtime/args" -> "container.runtime.args"
+std::string block_from_pointer(const std::string& ptr) {
+  std::string out = ptr.empty() ? "the document" : ptr.substr(1);
+  std::replace(out.begin(), out.end(), '/', '.');
+  return out;
+}
+
+}  // namespace
+
+JsonReader::JsonReader(IssueList& issues, const Json& obj, std::string ptr, std::string block)
+    : issues_(issues), obj_(obj), ptr_(std::move(ptr)), block_(std::move(block)) {
+  if (block_.empty()) block_ = block_from_pointer(ptr_);
+}
+
+const JsonReader::Json* JsonReader::find(const std::string& key) {
+  known_.push_back(key);
+  auto it = obj_.find(key);
+  return it == obj_.end() ? nullptr : &*it;
+}
+
+void JsonReader::allow(const std::vector<std::string>& keys) {
+  known_.insert(known_.end(), keys.begin(), keys.end());
+}
+
+std::string JsonReader::at(const std::string& key) const {
+  return pointer_join(ptr_, key);
+}
+
+void JsonReader::finish() {
+  for (auto it = obj_.begin(); it != obj_.end(); ++it) {
     if (!it.key().empty() && it.key()[0] == '_') continue;  // a comment
-    if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
-    std::string hint = closest_key(it.key(), allowed);
-    issues_.add(pointer_join(ptr, it.key()), "unknown key '" + it.key() + "' in " + block,
+    if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
+    std::string hint = closest_key(it.key(), known_);
+    issues_.add(at(it.key()), "unknown key '" + it.key() + "' in " + block_,
                 hint.empty() ? "remove it, or prefix it with '_' to keep it as a comment"
                              : "did you mean '" + hint + "'? (prefix with '_' to keep it as a comment)");
   }
 }
 
-const JsonReader::Json* JsonReader::object(const Json& parent, const std::string& key,
-                                           const std::string& ptr) {
-  auto it = parent.find(key);
-  if (it == parent.end()) return nullptr;
-  if (!it->is_object()) {
-    issues_.add(pointer_join(ptr, key), "'" + key + "' must be an object, found " + json_type_name(*it),
-                "write it as { ... }");
-    return nullptr;
-  }
-  return &*it;
+const JsonReader::Json* JsonReader::object(const std::string& key) {
+  const Json* v = find(key);
+  if (!v || v->is_object()) return v;
+  issues_.add(at(key), "'" + key + "' must be an object, found " + json_type_name(*v), "write it as { ... }");
+  return nullptr;
 }
 
-void JsonReader::str(const Json& obj, const std::string& key, const std::string& ptr, std::string& out,
-                     bool required) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
+void JsonReader::str(const std::string& key, std::string& out, bool required) {
+  const Json* v = find(key);
+  if (!v) {
     if (required)
-      issues_.add(pointer_join(ptr, key), "required key '" + key + "' is missing",
-                  "add \"" + key + "\": \"...\"");
+      issues_.add(at(key), "required key '" + key + "' is missing", "add \"" + key + "\": \"...\"");
     return;
   }
-  if (!it->is_string()) {
-    issues_.add(pointer_join(ptr, key), "'" + key + "' must be a string, found " + json_type_name(*it),
-                "quote the value");
+  if (!v->is_string()) {
+    issues_.add(at(key), "'" + key + "' must be a string, found " + json_type_name(*v), "quote the value");
     return;
   }
-  out = it->get<std::string>();
+  out = v->get<std::string>();
 }
 
-void JsonReader::boolean(const Json& obj, const std::string& key, const std::string& ptr, bool& out) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return;
-  if (!it->is_boolean()) {
-    issues_.add(pointer_join(ptr, key),
-                "'" + key + "' must be true or false, found " + json_type_name(*it) + " " + it->dump(),
+bool JsonReader::choice(const std::string& key, std::string& out, const std::vector<std::string>& words,
+                        const std::string& fix) {
+  if (!obj_.contains(key)) {
+    known_.push_back(key);
+    return false;
+  }
+  std::string word;
+  str(key, word);
+  if (!obj_.at(key).is_string()) return false;
+  if (std::find(words.begin(), words.end(), word) == words.end()) {
+    issues_.add(at(key), key + " '" + word + "' is not " + join_or(words), fix);
+    return false;
+  }
+  out = word;
+  return true;
+}
+
+void JsonReader::boolean(const std::string& key, bool& out) {
+  const Json* v = find(key);
+  if (!v) return;
+  if (!v->is_boolean()) {
+    issues_.add(at(key), "'" + key + "' must be true or false, found " + json_type_name(*v) + " " + v->dump(),
                 "write true or false without quotes");
     return;
   }
-  out = it->get<bool>();
+  out = v->get<bool>();
 }
 
-std::optional<long long> JsonReader::integer_value(const Json& obj, const std::string& key,
-                                                   const std::string& ptr, long long min, bool required) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
+std::optional<long long> JsonReader::integer_value(const std::string& key, long long min, long long max,
+                                                   bool required) {
+  const Json* v = find(key);
+  if (!v) {
     if (required)
-      issues_.add(pointer_join(ptr, key), "required key '" + key + "' is missing",
-                  "add \"" + key + "\": <integer>");
+      issues_.add(at(key), "required key '" + key + "' is missing", "add \"" + key + "\": <integer>");
     return std::nullopt;
   }
-  if (!it->is_number_integer()) {
-    issues_.add(pointer_join(ptr, key),
-                "'" + key + "' must be an integer, found " + json_type_name(*it) + " " + it->dump(),
+  if (!v->is_number_integer()) {
+    issues_.add(at(key), "'" + key + "' must be an integer, found " + json_type_name(*v) + " " + v->dump(),
                 "write a whole number without quotes");
     return std::nullopt;
   }
-  long long v = it->get<long long>();
-  if (v < min) {
-    issues_.add(pointer_join(ptr, key),
-                "'" + key + "' is " + std::to_string(v) + ", must be >= " + std::to_string(min),
-                "set it to at least " + std::to_string(min));
+  const long long n = v->get<long long>();
+  if (n < min || n > max) {
+    const bool below = n < min;
+    issues_.add(
+        at(key),
+        "'" + key + "' is " + std::to_string(n) + ", must be " + (below ? ">= " : "<= ") +
+            std::to_string(below ? min : max),
+        below ? "set it to at least " + std::to_string(min) : "set it to at most " + std::to_string(max));
     return std::nullopt;
   }
-  return v;
+  return n;
 }
 
-void JsonReader::number(const Json& obj, const std::string& key, const std::string& ptr, double& out,
-                        std::optional<double> min) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return;
-  if (!it->is_number()) {
-    issues_.add(pointer_join(ptr, key),
-                "'" + key + "' must be a number, found " + json_type_name(*it) + " " + it->dump(),
+void JsonReader::number(const std::string& key, double& out, std::optional<double> min) {
+  const Json* v = find(key);
+  if (!v) return;
+  if (!v->is_number()) {
+    issues_.add(at(key), "'" + key + "' must be a number, found " + json_type_name(*v) + " " + v->dump(),
                 "write a number without quotes");
     return;
   }
-  double v = it->get<double>();
-  if (min && v < *min) {
-    issues_.add(pointer_join(ptr, key),
-                "'" + key + "' is " + it->dump() + ", must be >= " + std::to_string(*min),
-                "set a non-negative value");
+  const double d = v->get<double>();
+  if (min && d < *min) {
+    issues_.add(at(key), "'" + key + "' is " + v->dump() + ", must be >= " + short_number(*min),
+                "set it to at least " + short_number(*min));
     return;
   }
-  out = v;
+  out = d;
 }
 
-void JsonReader::str_list(const Json& obj, const std::string& key, const std::string& ptr,
-                          std::vector<std::string>& out) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return;
-  const std::string p = pointer_join(ptr, key);
-  if (!it->is_array()) {
-    issues_.add(p, "'" + key + "' must be a list of strings, found " + json_type_name(*it),
+void JsonReader::str_list(const std::string& key, std::vector<std::string>& out) {
+  const Json* v = find(key);
+  if (!v) return;
+  const std::string p = at(key);
+  if (!v->is_array()) {
+    issues_.add(p, "'" + key + "' must be a list of strings, found " + json_type_name(*v),
                 "write it as [\"...\", ...]");
     return;
   }
   out.clear();
-  for (std::size_t i = 0; i < it->size(); ++i) {
-    const auto& e = (*it)[i];
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const auto& e = (*v)[i];
     if (!e.is_string()) {
       issues_.add(pointer_join(p, i), "list entry must be a string, found " + json_type_name(e),
                   "quote the value");

@@ -64,28 +64,27 @@ bool known_metric(const std::string& m) {
 namespace {
 
 // The extra key of a 'within' (tolerance_pct) or 'min_ratio' (reference) spec; false on an issue.
-bool read_spec_extras(const nlohmann::ordered_json& m, const std::string& mptr, ThresholdSpec& s,
-                      IssueList& issues) {
+bool read_spec_extras(const nlohmann::ordered_json* tolerance, const nlohmann::ordered_json* reference,
+                      const std::string& mptr, ThresholdSpec& s, IssueList& issues) {
   if (s.kind == ThresholdKind::Within) {
-    auto t = m.find("tolerance_pct");
-    if (t == m.end() || !t->is_number() || t->get<double>() < 0) {
+    if (!tolerance || !tolerance->is_number() || tolerance->get<double>() < 0) {
       issues.add(pointer_join(mptr, "tolerance_pct"),
                  "kind 'within' needs a non-negative numeric tolerance_pct", "add \"tolerance_pct\": 5.0");
       return false;
     }
-    s.tolerance_pct = t->get<double>();
+    s.tolerance_pct = tolerance->get<double>();
   }
   if (s.kind == ThresholdKind::MinRatio) {
-    auto r = m.find("reference");
-    if (r == m.end() || !r->is_string()) {
+    if (!reference || !reference->is_string()) {
       issues.add(pointer_join(mptr, "reference"), "kind 'min_ratio' needs a 'reference' metric",
                  "add \"reference\": \"training.tokens_per_sec_per_gpu\"");
       return false;
     }
-    std::string ref = r->get<std::string>();
+    std::string ref = reference->get<std::string>();
     if (ref.rfind("training.", 0) == 0) ref = ref.substr(9);
     if (!known_metric(ref)) {
-      issues.add(pointer_join(mptr, "reference"), "unknown reference metric '" + r->get<std::string>() + "'",
+      issues.add(pointer_join(mptr, "reference"),
+                 "unknown reference metric '" + reference->get<std::string>() + "'",
                  "name a tracked metric, e.g. training.tokens_per_sec_per_gpu");
       return false;
     }
@@ -114,10 +113,13 @@ std::optional<ThresholdSpec> read_spec(const std::string& key, const nlohmann::o
     issues.add(mptr, "spec must be an object {kind, value}", "write {\"kind\": \"min\", \"value\": 100.0}");
     return std::nullopt;
   }
-  JsonReader(issues).unknown_keys(m, mptr, {"kind", "value", "tolerance_pct", "reference"},
-                                  "a threshold spec");
-  auto kind = m.find("kind");
-  if (kind == m.end() || !kind->is_string()) {
+  JsonReader r(issues, m, mptr, "a threshold spec");
+  const auto* kind = r.find("kind");
+  const auto* value = r.find("value");
+  const auto* tolerance = r.find("tolerance_pct");
+  const auto* reference = r.find("reference");
+  r.finish();
+  if (!kind || !kind->is_string()) {
     issues.add(pointer_join(mptr, "kind"), "missing or non-string 'kind'",
                "set kind to min, max, max_ms, min_tok_s, within, min_ratio or info");
     return std::nullopt;
@@ -129,14 +131,13 @@ std::optional<ThresholdSpec> read_spec(const std::string& key, const nlohmann::o
     return std::nullopt;
   }
   s.kind = *pk;
-  auto value = m.find("value");
-  if (value == m.end() || !value->is_number()) {
+  if (!value || !value->is_number()) {
     issues.add(pointer_join(mptr, "value"), "missing or non-numeric 'value'",
                "set a numeric value, e.g. 100.0");
     return std::nullopt;
   }
   s.value = value->get<double>();
-  if (!read_spec_extras(m, mptr, s, issues)) return std::nullopt;
+  if (!read_spec_extras(tolerance, reference, mptr, s, issues)) return std::nullopt;
   return s;
 }
 

@@ -59,93 +59,78 @@ void check_existing_job(const OrderedJson& slurm, const std::vector<std::string>
     c.slurm.existing_job = false;
 }
 
-void check_top_keys(const OrderedJson& root, IssueList& issues) {
-  JsonReader(issues).unknown_keys(
-      root, "",
-      {"nodes", "head", "transport", "coordinator_address", "ssh", "overrides", "scheduler", "slurm"},
-      "the cluster file");
-}
-
-void read_overrides_and_scheduler(const OrderedJson& root, IssueList& issues, Cluster& c) {
-  if (auto o = root.find("overrides"); o != root.end()) {
+void read_overrides_and_scheduler(JsonReader& rd, Cluster& c) {
+  if (const auto* o = rd.find("overrides")) {
     if (!o->is_object())
-      issues.add("/overrides", "overrides must be an object merged onto the suite config",
-                 "write {\"gpus_per_node\": 4}");
+      rd.issues().add("/overrides", "overrides must be an object merged onto the suite config",
+                      "write {\"gpus_per_node\": 4}");
     else
       c.overrides = *o;
   }
-  if (auto s = root.find("scheduler"); s != root.end()) {
-    if (!s->is_string() || *s != "slurm")
-      issues.add("/scheduler", "scheduler must be \"slurm\" (or absent for a listed set of nodes)",
-                 "set \"scheduler\": \"slurm\"");
-    else
-      c.scheduler = "slurm";
+  rd.choice("scheduler", c.scheduler, {"slurm"},
+            "set \"scheduler\": \"slurm\", or remove it for a listed set of nodes");
+}
+
+// slurm.job_id: the id of an existing job, digits.
+void read_job_id(JsonReader& r, SlurmOptions& s) {
+  const auto* v = r.find("job_id");
+  if (!v) return;
+  if (!v->is_string() || v->get<std::string>().empty() ||
+      v->get<std::string>().find_first_not_of("0123456789") != std::string::npos)
+    r.issues().add(r.at("job_id"), "job_id must be a Slurm job id as a string",
+                   "e.g. \"123456\" (squeue --me)");
+  else
+    s.job_id = v->get<std::string>(), s.existing_job = true;
+}
+
+// A list of non-empty strings (nodelist: not empty either); false with an issue otherwise.
+bool read_names(JsonReader& r, const std::string& key, bool non_empty, std::vector<std::string>& out,
+                const std::string& message, const std::string& fix) {
+  const auto* v = r.find(key);
+  if (!v) return true;
+  bool ok = v->is_array() && !(non_empty && v->empty());
+  for (const auto& h : ok ? *v : OrderedJson::array())
+    ok = ok && h.is_string() && !h.get<std::string>().empty();
+  if (!ok) {
+    r.issues().add(r.at(key), message, fix);
+    return false;
   }
+  for (const auto& h : *v) out.push_back(h.get<std::string>());
+  return true;
 }
 
-std::string* slurm_string(SlurmOptions& s, const std::string& k) {
-  if (k == "partition") return &s.partition;
-  if (k == "account") return &s.account;
-  if (k == "time_limit") return &s.time_limit;
-  if (k == "container_image") return &s.container_image;
-  if (k == "container_mounts") return &s.container_mounts;
-  return nullptr;
-}
-
-// One key of the slurm block.
-void read_slurm_key(const std::string& k, const OrderedJson& v, IssueList& issues, Cluster& c,
-                    std::vector<std::string>& nodelist) {
-  const std::string p = pointer_join("/slurm", k);
-  if (k == "nodes") {
-    if (!v.is_number_integer() || v.get<int>() < 1)
-      issues.add(p, "nodes must be a positive integer", "e.g. 2");
-    else
-      c.slurm.nodes = v.get<int>();
-  } else if (k == "job_id") {
-    if (!v.is_string() || v.get<std::string>().empty() ||
-        v.get<std::string>().find_first_not_of("0123456789") != std::string::npos)
-      issues.add(p, "job_id must be a Slurm job id as a string", "e.g. \"123456\" (squeue --me)");
-    else
-      c.slurm.job_id = v.get<std::string>(), c.slurm.existing_job = true;
-  } else if (k == "nodelist" || k == "extra_args") {
-    bool ok = v.is_array() && (k == "extra_args" || !v.empty());
-    for (const auto& h : ok ? v : OrderedJson::array())
-      ok = ok && h.is_string() && !h.get<std::string>().empty();
-    if (!ok)
-      issues.add(p,
-                 k == "nodelist" ? "nodelist must be a non-empty list of host names"
-                                 : "extra_args must be a list of strings",
-                 k == "nodelist" ? "e.g. [\"gpu01\", \"gpu02\"] (scontrol show hostnames $SLURM_JOB_NODELIST)"
-                                 : "e.g. [\"--exclusive\"]");
-    else
-      for (const auto& h : v)
-        (k == "nodelist" ? nodelist : c.slurm.extra_args).push_back(h.get<std::string>());
-  } else if (auto* field = slurm_string(c.slurm, k)) {
-    if (!v.is_string()) return issues.add(p, k + " must be a string", "quote the value");
-    *field = v.get<std::string>();
-  }  // any other key: read_slurm's unknown_keys
+// The slurm block; nodelist: the hosts of an existing job (job_id).
+void read_slurm_block(JsonReader& r, SlurmOptions& s, std::vector<std::string>& nodelist) {
+  r.integer("nodes", s.nodes, 1);
+  r.str("partition", s.partition);
+  r.str("account", s.account);
+  r.str("time_limit", s.time_limit);
+  r.str("container_image", s.container_image);
+  r.str("container_mounts", s.container_mounts);
+  read_job_id(r, s);
+  read_names(r, "extra_args", false, s.extra_args, "extra_args must be a list of strings",
+             "e.g. [\"--exclusive\"]");
+  read_names(r, "nodelist", true, nodelist, "nodelist must be a non-empty list of host names",
+             "e.g. [\"gpu01\", \"gpu02\"] (scontrol show hostnames $SLURM_JOB_NODELIST)");
 }
 
 // scheduler slurm: the slurm block, and the nodes: placeholders until the allocation names the
 // hosts (rank order = SLURM_JOB_NODELIST order), or an existing job's hosts as they are listed.
-void read_slurm(const OrderedJson& root, IssueList& issues, Cluster& c) {
+void read_slurm(JsonReader& rd, Cluster& c) {
   std::vector<std::string> nodelist;
-  auto so = root.find("slurm");
-  if (so == root.end() || !so->is_object()) {
-    issues.add("/slurm", "scheduler slurm needs a slurm block",
-               "add \"slurm\": {\"nodes\": 2, \"partition\": \"gpu\"}");
+  const auto* so = rd.find("slurm");
+  if (!so || !so->is_object()) {
+    rd.issues().add("/slurm", "scheduler slurm needs a slurm block",
+                    "add \"slurm\": {\"nodes\": 2, \"partition\": \"gpu\"}");
   } else {
-    for (auto it = so->begin(); it != so->end(); ++it)
-      if (it.key().empty() || it.key()[0] != '_') read_slurm_key(it.key(), *it, issues, c, nodelist);
-    JsonReader(issues).unknown_keys(*so, "/slurm",
-                                    {"nodes", "partition", "account", "time_limit", "extra_args",
-                                     "container_image", "container_mounts", "job_id", "nodelist"},
-                                    "the slurm block");
-    check_existing_job(*so, nodelist, issues, c);
+    rd.nested(
+        "slurm", [&](JsonReader& r) { read_slurm_block(r, c.slurm, nodelist); }, "the slurm block");
+    check_existing_job(*so, nodelist, rd.issues(), c);
   }
-  if (root.contains("nodes"))
-    issues.add("/nodes", "with scheduler slurm the nodes come from the allocation",
-               "remove nodes; set slurm.nodes");
+  if (rd.find("nodes"))
+    rd.issues().add("/nodes", "with scheduler slurm the nodes come from the allocation",
+                    "remove nodes; set slurm.nodes");
+  rd.allow({"head", "transport", "coordinator_address", "ssh"});  // the allocation decides these
   for (int i = 0; i < c.slurm.nodes; ++i) {
     Node n;
     n.name = c.slurm.existing_job ? nodelist[i] : "slurm-node-" + std::to_string(i);
@@ -153,15 +138,6 @@ void read_slurm(const OrderedJson& root, IssueList& issues, Cluster& c) {
     n.transport = "slurm";
     c.nodes.push_back(n);
   }
-}
-
-std::string* node_string(Node& n, const std::string& k) {
-  if (k == "name") return &n.name;
-  if (k == "host") return &n.host;
-  if (k == "user") return &n.user;
-  if (k == "ssh_key") return &n.ssh_key;
-  if (k == "transport") return &n.transport;
-  return nullptr;
 }
 
 void check_node(const Node& node, const std::string& p, IssueList& issues) {
@@ -181,62 +157,48 @@ std::optional<Node> read_node(const OrderedJson& n, const std::string& p, const 
   node.transport = transport;
   if (n.is_string()) {
     node.host = n.get<std::string>();
-  } else if (!n.is_object()) {
+  } else if (n.is_object()) {
+    JsonReader r(issues, n, p, "a node");
+    r.str("name", node.name);
+    r.str("host", node.host);
+    r.str("user", node.user);
+    r.str("ssh_key", node.ssh_key);
+    r.integer("port", node.port, 1, false, 65535);
+    r.str("transport", node.transport);
+    r.finish();
+  } else {
     issues.add(p, "a node must be a host name or an object",
                "write \"gpu-node-01\" or {\"host\": \"gpu-node-01\"}");
     return std::nullopt;
   }
-  for (auto it = n.is_object() ? n.begin() : n.end(); it != n.end(); ++it) {
-    const auto& k = it.key();
-    if (!k.empty() && k[0] == '_') continue;
-    if (k == "port") {
-      if (!it->is_number_integer() || it->get<int>() < 1 || it->get<int>() > 65535)
-        issues.add(pointer_join(p, k), "port must be an integer 1..65535", "e.g. 22");
-      else
-        node.port = it->get<int>();
-    } else if (!node_string(node, k)) {
-      continue;  // reported by unknown_keys below
-    } else if (!it->is_string()) {
-      issues.add(pointer_join(p, k), "'" + k + "' must be a string", "quote the value");
-    } else {
-      *node_string(node, k) = it->get<std::string>();
-    }
-  }
-  if (n.is_object())
-    JsonReader(issues).unknown_keys(n, p, {"name", "host", "user", "ssh_key", "port", "transport"}, "a node");
   check_node(node, p, issues);
   if (node.name.empty()) node.name = node.host;
   return node;
 }
 
-void read_nodes(const OrderedJson& root, IssueList& issues, Cluster& c) {
+void read_nodes(JsonReader& rd, Cluster& c) {
   std::string transport = "ssh";
-  if (auto t = root.find("transport"); t != root.end()) {
-    if (!t->is_string() || (*t != "ssh" && *t != "local"))
-      issues.add("/transport", "transport must be \"ssh\" or \"local\"", "set \"transport\": \"ssh\"");
-    else
-      transport = t->get<std::string>();
-  }
-  auto nodes = root.find("nodes");
-  if (nodes == root.end() || !nodes->is_array() || nodes->empty())
-    return issues.add("/nodes", "nodes must be a non-empty list",
-                      "list the nodes, e.g. [{\"host\": \"gpu-node-01\"}]");
+  rd.choice("transport", transport, {"ssh", "local"}, "set \"transport\": \"ssh\"");
+  const auto* nodes = rd.find("nodes");
+  if (!nodes || !nodes->is_array() || nodes->empty())
+    return rd.issues().add("/nodes", "nodes must be a non-empty list",
+                           "list the nodes, e.g. [{\"host\": \"gpu-node-01\"}]");
   std::set<std::string> names;
   for (std::size_t i = 0; i < nodes->size(); ++i) {
     const std::string p = pointer_join("/nodes", i);
-    auto node = read_node((*nodes)[i], p, transport, issues);
+    auto node = read_node((*nodes)[i], p, transport, rd.issues());
     if (!node) continue;
     if (!names.insert(node->name).second)
-      issues.add(pointer_join(p, "name"), "node name '" + node->name + "' is used twice",
-                 "give each node a unique name (several nodes on one host need explicit names)");
+      rd.issues().add(pointer_join(p, "name"), "node name '" + node->name + "' is used twice",
+                      "give each node a unique name (several nodes on one host need explicit names)");
     c.nodes.push_back(*node);
   }
 }
 
 // Head, rank 0 (JAX_PROCESS_INDEX 0 hosts JAX's coordinator), the coordinator address and the
 // metrics source are one node: the head moves to the front, the others keep their order.
-void read_head(const OrderedJson& root, IssueList& issues, Cluster& c) {
-  if (auto h = root.find("head"); h != root.end()) {
+void read_head(JsonReader& rd, Cluster& c) {
+  if (const auto* h = rd.find("head")) {
     bool found = false;
     if (h->is_string())
       for (std::size_t i = 0; i < c.nodes.size(); ++i)
@@ -245,64 +207,34 @@ void read_head(const OrderedJson& root, IssueList& issues, Cluster& c) {
           found = true;
         }
     if (!found)
-      issues.add("/head", "head " + h->dump() + " is not the name of a node", "name one of the nodes");
+      rd.issues().add("/head", "head " + h->dump() + " is not the name of a node", "name one of the nodes");
   }
   if (c.head != 0 && c.head < c.nodes.size()) {
     std::rotate(c.nodes.begin(), c.nodes.begin() + static_cast<std::ptrdiff_t>(c.head),
                 c.nodes.begin() + static_cast<std::ptrdiff_t>(c.head) + 1);
     c.head = 0;
   }
+  std::string address;
+  rd.str("coordinator_address", address);
   if (c.nodes.empty()) return;
-  if (auto a = root.find("coordinator_address"); a != root.end() && a->is_string())
-    c.coordinator_address = a->get<std::string>();
-  else
-    c.coordinator_address = c.head_node().host;
+  c.coordinator_address = address.empty() ? c.head_node().host : address;
   bool any_remote = false;
   for (const auto& n : c.nodes) any_remote |= !is_loopback_address(n.host);
   if (any_remote && is_loopback_address(c.coordinator_address))
-    issues.add(root.contains("coordinator_address") ? "/coordinator_address" : "/head",
-               "coordinator address '" + c.coordinator_address +
-                   "' is a loopback address but nodes run on other hosts: they would never rendezvous",
-               "set coordinator_address to an address of the head node that every node can reach");
-}
-
-void read_ssh(const OrderedJson& root, IssueList& issues, Cluster& c) {
-  auto s = root.find("ssh");
-  if (s == root.end()) return;
-  if (!s->is_object())
-    return issues.add("/ssh", "ssh must be an object", "write {\"connect_timeout_s\": 10}");
-  for (auto it = s->begin(); it != s->end(); ++it) {
-    const auto& k = it.key();
-    const std::string p = pointer_join("/ssh", k);
-    if (k == "connect_timeout_s" || k == "control_persist_s") {
-      if (!it->is_number_integer() || it->get<int>() < 1)
-        issues.add(p, k + " must be a positive integer", "e.g. 10");
-      else
-        (k == "connect_timeout_s" ? c.ssh.connect_timeout_s : c.ssh.control_persist_s) = it->get<int>();
-    } else if (k == "control_dir") {
-      if (!it->is_string())
-        issues.add(p, "control_dir must be a string (a folder for ssh's ControlMaster sockets)",
-                   "quote the path");
-      else
-        c.ssh.control_dir = it->get<std::string>();
-    } else if (k == "options") {
-      if (!it->is_array()) {
-        issues.add(p, "options must be a list of ssh -o values",
-                   "e.g. [\"StrictHostKeyChecking=accept-new\"]");
-        continue;
-      }
-      for (std::size_t i = 0; i < it->size(); ++i)
-        if (!(*it)[i].is_string())
-          issues.add(pointer_join(p, i), "an ssh option must be a string", "e.g. \"ProxyJump=bastion\"");
-        else
-          c.ssh.extra_options.push_back((*it)[i].get<std::string>());
-    }
-  }
-  JsonReader(issues).unknown_keys(
-      *s, "/ssh", {"connect_timeout_s", "control_persist_s", "control_dir", "options"}, "the ssh block");
+    rd.issues().add(!address.empty() ? "/coordinator_address" : "/head",
+                    "coordinator address '" + c.coordinator_address +
+                        "' is a loopback address but nodes run on other hosts: they would never rendezvous",
+                    "set coordinator_address to an address of the head node that every node can reach");
 }
 
 }  // namespace
+
+void from_json(JsonReader& r, SshOptions& s) {
+  r.integer("connect_timeout_s", s.connect_timeout_s, 1);
+  r.integer("control_persist_s", s.control_persist_s, 1);
+  r.str("control_dir", s.control_dir);
+  r.str_list("options", s.extra_options);
+}
 
 Cluster parse_cluster(const std::string& text, const std::filesystem::path& file) {
   IssueList issues(file.string());
@@ -316,15 +248,21 @@ Cluster parse_cluster(const std::string& text, const std::filesystem::path& file
     throw ConfigError(file.string(), "", "a cluster file must be a JSON object", "wrap it in { }");
   Cluster c;
   c.file = file;
-  check_top_keys(root, issues);
-  read_overrides_and_scheduler(root, issues, c);
+  JsonReader rd(issues, root, "", "the cluster file");
+  read_overrides_and_scheduler(rd, c);
   if (c.is_slurm()) {
-    read_slurm(root, issues, c);
+    read_slurm(rd, c);
   } else {
-    read_nodes(root, issues, c);
-    read_head(root, issues, c);
-    read_ssh(root, issues, c);
+    read_nodes(rd, c);
+    read_head(rd, c);
+    if (const auto* s = rd.find("ssh"); s && !s->is_object())
+      issues.add("/ssh", "ssh must be an object", "write {\"connect_timeout_s\": 10}");
+    else
+      rd.nested(
+          "ssh", [&](JsonReader& r) { from_json(r, c.ssh); }, "the ssh block");
+    rd.allow({"slurm"});  // read only with scheduler slurm
   }
+  rd.finish();
   issues.throw_if_any();
   return c;
 }

@@ -22,8 +22,10 @@ struct SshOptions {
   int connect_timeout_s = 10;
   int control_persist_s = 120;
   std::string control_dir;                 // ControlMaster sockets; default $TMPDIR/cvs-ssh-<user>
-  std::vector<std::string> extra_options;  // each passed as -o VALUE
+  std::vector<std::string> extra_options;  // each passed as -o VALUE ("options" in the file)
 };
+class JsonReader;
+void from_json(JsonReader& r, SshOptions& out);  // the cluster file's ssh block
 
 // scheduler "slurm": the nodes come from an allocation (salloc) and every command reaches its
 // node through `srun --jobid ... --nodelist HOST --overlap`. With slurm.job_id and slurm.nodelist,
