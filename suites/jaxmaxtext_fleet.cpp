@@ -174,8 +174,8 @@ std::vector<cvs::FleetNode> run_nodes(const FleetOptions& o, const cvs::Cluster&
   for (std::size_t i = 0; i < results.size(); ++i) {
     std::ofstream(dirs[i] / "suite.log") << results[i].out << results[i].err;
     auto n = cvs::read_fleet_node(cluster.nodes[i].name, dirs[i] / "report" / "results.json");
-    if (n.status.empty()) n.failure = results[i].describe() + " (" + n.failure + ")";
-    spdlog::info("fleet: {} ended {} in {:.0f} s", n.name, n.status.empty() ? "without results" : n.status,
+    if (!n.status) n.failure = results[i].describe() + " (" + n.failure + ")";
+    spdlog::info("fleet: {} ended {} in {:.0f} s", n.name, to_string(n.status, "without results"),
                  results[i].seconds);
     nodes.push_back(std::move(n));
   }
@@ -226,7 +226,7 @@ cvs::PairsResult run_pairs(const FleetOptions& o, const cvs::Cluster& cluster,
       std::ofstream(dirs[i] / "suite.log") << results[i].out << results[i].err;
       const auto n = cvs::read_fleet_node(reqs[i].label, dirs[i] / "report" / "results.json");
       p.status = n.status;
-      p.failure = n.status.empty() ? results[i].describe() + " (" + n.failure + ")" : n.failure;
+      p.failure = !n.status ? results[i].describe() + " (" + n.failure + ")" : n.failure;
       for (const auto& [figure, v] : n.figures)
         if (figure.size() > 17 && figure.ends_with(" step_time_p50_ms")) {
           p.sweep = figure.substr(0, figure.size() - 17);
@@ -234,7 +234,7 @@ cvs::PairsResult run_pairs(const FleetOptions& o, const cvs::Cluster& cluster,
           break;
         }
       spdlog::info("fleet pairs: round {} {} + {} ended {}, {} ms a step", p.round, p.a, p.b,
-                   p.status.empty() ? "without results" : p.status, cvs::short_number(p.step_ms));
+                   to_string(p.status, "without results"), cvs::short_number(p.step_ms));
     }
   };
   spdlog::info("fleet pairs: {} healthy node(s), two at a time, in {}/pairs", healthy.size(),

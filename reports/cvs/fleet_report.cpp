@@ -85,7 +85,7 @@ std::string pairs_section(const PairsResult& pairs) {
   for (const auto& r : pairs.runs)
     h += fmt::format(
         "<tr><td>{}</td><td>{} + {}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>", r.round,
-        html_escape(r.a), html_escape(r.b), html_escape(r.status.empty() ? "no results" : r.status),
+        html_escape(r.a), html_escape(r.b), html_escape(cvs::to_string(r.status, "no results")),
         short_number(r.step_ms), r.slow ? "bad" : "ok",
         r.ran()
             ? fmt::format(

@@ -26,11 +26,11 @@ struct Fabric {
         EXPECT_TRUE(busy.insert(p.a).second && busy.insert(p.b).second) << "a node twice in one batch";
         ++runs;
         if (broken.count(p.a) || broken.count(p.b)) {
-          p.status = "ERROR";
+          p.status = cvs::Outcome::Error;
           p.failure = "test_training_run: the run ended";
           continue;
         }
-        p.status = "PASS";
+        p.status = cvs::Outcome::Pass;
         p.sweep = "BS=2";
         p.step_ms = 60 + link_ms[p.a] + link_ms[p.b] + pair_ms[{p.a, p.b}];
         for (const auto& n : {p.a, p.b})

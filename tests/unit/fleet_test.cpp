@@ -24,7 +24,7 @@ const std::string kP50 = "BS=4 step_time_p50_ms";
 const std::string kLoss = "BS=4 final_loss";
 
 cvs::FleetNode node(const std::string& name, double tok, double p50, double loss = 2.5) {
-  return {name, "PASS", "", {{kTok, tok}, {kP50, p50}, {kLoss, loss}}, {}, {}};
+  return {name, cvs::Outcome::Pass, "", {{kTok, tok}, {kP50, p50}, {kLoss, loss}}, {}, {}};
 }
 
 std::string read(const fs::path& p) {
@@ -82,8 +82,9 @@ TEST(Fleet, NoisyHealthyFleetsGiveNoSuspects) {
 
 TEST(Fleet, FailedRunsAreSuspectsAndTooSmallAFleetIsNotScored) {
   std::vector<cvs::FleetNode> nodes = {node("a", 10000, 20), node("b", 4000, 50)};
-  nodes.push_back({"c", "FAIL", "sweep/test_metric.check/x: tokens_per_sec_per_gpu 10 < 100", {}, {}, {}});
-  nodes.push_back({"d", "", "no results.json", {}, {}, {}});
+  nodes.push_back(
+      {"c", cvs::Outcome::Fail, "sweep/test_metric.check/x: tokens_per_sec_per_gpu 10 < 100", {}, {}, {}});
+  nodes.push_back({"d", std::nullopt, "no results.json", {}, {}, {}});
   const auto s = cvs::score_fleet(nodes, {});
   EXPECT_TRUE(s.too_small) << "two passing runs";
   EXPECT_EQ(s.suspects(), (std::vector<std::string>{"c", "d"}))
@@ -133,7 +134,7 @@ TEST(Fleet, OutputsNameTheSuspectsAndAHealthyClusterFileThatLoads) {
 
 TEST(Fleet, ANodesFiguresComeFromItsResultsFile) {
   const auto n = cvs::read_fleet_node("local0", cvs::test::data("results/cpu_single_results.json"));
-  EXPECT_EQ(n.status, "PASS");
+  EXPECT_EQ(n.status, cvs::Outcome::Pass);
   EXPECT_TRUE(n.failure.empty());
   EXPECT_EQ(n.figures.at("BS=2,PRECISION=BF16,SL=128 tokens_per_sec_per_gpu"), 18934.31095075424);
   EXPECT_TRUE(n.figures.count("BS=4,PRECISION=BF16,SL=128 final_loss"));
@@ -150,10 +151,10 @@ TEST(Fleet, ANodesFiguresComeFromItsResultsFile) {
      "message": "Failed\nn1: the training process is gone\n"}]})";
   const auto failed = cvs::read_fleet_node("n1", failed_file);
   fs::remove(failed_file);
-  EXPECT_EQ(failed.status, "FAIL");
+  EXPECT_EQ(failed.status, cvs::Outcome::Fail);
   EXPECT_EQ(failed.failure, "sweep/run: Failed / n1: the training process is gone") << "one line";
   const auto missing = cvs::read_fleet_node("x", "/nonexistent/results.json");
-  EXPECT_EQ(missing.status, "");
+  EXPECT_FALSE(missing.status.has_value());
   EXPECT_NE(missing.failure.find("/nonexistent/results.json"), std::string::npos);
 }
 

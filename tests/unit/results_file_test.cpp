@@ -127,6 +127,18 @@ TEST(ResultsFile, ADocumentThatIsNotAResultsFileIsBadInputAtItsPointer) {
   j["stages"][1]["outcome"] = "MAYBE";
   EXPECT_EQ(issue(j).pointer, "/stages/1/outcome");
   j = current();
+  j["stages"][0]["status"] = "OK";
+  EXPECT_EQ(issue(j).pointer, "/stages/0/status");
+  EXPECT_NE(issue(j).message.find("not PASS, FAIL or SKIPPED"), std::string::npos) << issue(j).message;
+  j = current();
+  j["sweeps"].begin().value()["status"] = "DONE";
+  EXPECT_NE(issue(j).message.find("not COMPLETED, FAILED or NOT RUN"), std::string::npos) << issue(j).message;
+  // Every status word the writer uses reads back to its value.
+  for (auto s : {cvs::TestStatus::Pass, cvs::TestStatus::Fail, cvs::TestStatus::Skipped})
+    EXPECT_EQ(cvs::test_status_from_string(cvs::to_string(s)), s);
+  for (auto s : {cvs::SweepStatus::Completed, cvs::SweepStatus::Failed, cvs::SweepStatus::NotRun})
+    EXPECT_EQ(cvs::sweep_status_from_string(cvs::to_string(s)), s);
+  j = current();
   j["sweeps"].begin().value()["metrics"]["final_loss"] = "low";
   EXPECT_NE(issue(j).pointer.find("/metrics/final_loss"), std::string::npos);
   EXPECT_NE(issue(j).fix.find("results.json"), std::string::npos);

@@ -16,6 +16,10 @@ enum class Outcome { Pass, Fail, Record, NA, Inconclusive, Error, Skipped };
 std::string to_string(Outcome o);
 // The inverse of to_string; nullopt for any other word.
 std::optional<Outcome> outcome_from_string(std::string_view s);
+// The word of an outcome that may be absent (a run that left no results): `none` then.
+inline std::string to_string(const std::optional<Outcome>& o, std::string_view none) {
+  return o ? to_string(*o) : std::string(none);
+}
 // Outcomes that keep a stage from verifying anything (a card entry, a fleet node): FAIL,
 // INCONCLUSIVE, ERROR.
 inline bool is_unverified(Outcome o) {

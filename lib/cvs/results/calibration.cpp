@@ -55,9 +55,7 @@ std::optional<Repeats> collect(const std::vector<Results>& results, const std::s
   for (const auto& res : results) {
     const SweepRecord* sw = res.sweep(sweep);
     if (!sw || !sw->steady_state) return std::nullopt;
-    const IntervalRecord* iv = nullptr;
-    for (const auto& [name, i] : sw->steady_state->intervals)
-      if (name == metric) iv = &i;
+    const IntervalRecord* iv = sw->steady_state->interval(metric);
     if (!iv || std::isnan(iv->estimate) || std::isnan(iv->lo) || std::isnan(iv->hi)) return std::nullopt;
     const double e = iv->estimate, lo = iv->lo, hi = iv->hi;
     if (!(e > 0)) return std::nullopt;  // a rate rounded to 0 says nothing

@@ -77,13 +77,13 @@ void fact_evidence(const std::vector<FleetNode>& nodes, std::vector<NodeScore>& 
     std::map<std::string, std::size_t> count;
     std::size_t with = 0;
     for (const auto& n : nodes)
-      if (auto it = n.facts.find(fact); !n.status.empty() && it != n.facts.end()) ++count[it->second], ++with;
+      if (auto it = n.facts.find(fact); n.status && it != n.facts.end()) ++count[it->second], ++with;
     const auto top = std::max_element(count.begin(), count.end(),
                                       [](const auto& a, const auto& b) { return a.second < b.second; });
     if (top == count.end() || 2 * top->second <= with) continue;  // no majority: nothing to say
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const auto it = nodes[i].facts.find(fact);
-      if (nodes[i].status.empty() || it == nodes[i].facts.end() || it->second == top->first) continue;
+      if (!nodes[i].status || it == nodes[i].facts.end() || it->second == top->first) continue;
       scores[i].suspect = true;
       scores[i].evidence.push_back({std::string("probe ") + fact, 0, 0, 0, 0,
                                     std::string("probe: ") + fact + " is '" + it->second + "' where " +
@@ -130,7 +130,7 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
   FleetScore s;
   std::map<std::string, std::vector<double>> values;
   for (const auto& n : nodes) {
-    if (n.status != "PASS") continue;
+    if (n.status != Outcome::Pass) continue;
     ++s.scored;
     for (const auto& [figure, v] : n.figures)
       if (std::isfinite(v)) values[figure].push_back(v);
@@ -148,10 +148,10 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
   for (const auto& n : nodes) {
     NodeScore ns;
     ns.name = n.name;
-    if (n.status != "PASS") {
+    if (n.status != Outcome::Pass) {
       ns.suspect = true;
       ns.worst_z = std::numeric_limits<double>::infinity();
-      const std::string what = n.status.empty() ? "left no results" : "its run ended " + n.status;
+      const std::string what = !n.status ? "left no results" : "its run ended " + to_string(*n.status);
       ns.evidence.push_back({"run", 0, 0, 0, 0, what + (n.failure.empty() ? "" : ": " + n.failure)});
     } else {
       if (!s.too_small)
@@ -212,7 +212,7 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
     n.failure = results_json.string() + " does not parse: " + e.what();
     return n;
   }
-  n.status = to_string(r.status());
+  n.status = r.status();
   for (const auto& st : r.stages)
     if (n.failure.empty() && is_unverified(st.outcome)) n.failure = st.test + ": " + st.message;
   // One line: the reasons go into a line per node (suspect_nodes.txt).

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "cvs/catalog/outcome.hpp"
 #include "cvs/exec/cluster.hpp"
 
 namespace cvs {
@@ -46,8 +47,8 @@ struct FleetPolicy {
 // One node's run, as its results.json says it.
 struct FleetNode {
   std::string name;
-  std::string status;   // the run's PASS, FAIL, ERROR, INCONCLUSIVE; "" when it left no results
-  std::string failure;  // why, when status is not PASS: the first failing stage and its message
+  std::optional<Outcome> status;  // the run's outcome; none when it left no results
+  std::string failure;            // why, when status is not PASS: the first failing stage and its message
   std::map<std::string, double> figures;     // "<sweep> <metric>" or "probe <what>" -> value
   std::map<std::string, double> steady;      // "<sweep> <metric>" -> its steady-state estimate
   std::map<std::string, std::string> facts;  // the probe's: gpus, device_kind, jax_version, ...

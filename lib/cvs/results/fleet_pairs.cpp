@@ -33,7 +33,7 @@ std::vector<std::vector<std::size_t>> batch_indices(const std::vector<PairRun>& 
 std::string describe(const PairRun& r, double reference) {
   const std::string other = r.b;
   if (!r.ran())
-    return "with " + other + " the run " + (r.status.empty() ? "left no results" : "ended " + r.status) +
+    return "with " + other + " the run " + (!r.status ? "left no results" : "ended " + to_string(*r.status)) +
            (r.failure.empty() ? "" : " (" + r.failure + ")");
   return "with " + other + " " + short_number(r.step_ms) + " ms a step, " +
          short_number((r.step_ms / reference - 1) * 100) + " % above the pairs' reference";
@@ -198,7 +198,7 @@ nlohmann::ordered_json pairs_json(const PairsResult& pairs) {
   for (const auto& r : pairs.runs)
     runs.push_back({{"round", r.round},
                     {"nodes", {r.a, r.b}},
-                    {"status", r.status},
+                    {"status", to_string(r.status, "")},
                     {"sweep", r.sweep},
                     {"step_time_p50_ms", std::isfinite(r.step_ms) ? nlohmann::ordered_json(r.step_ms)
                                                                   : nlohmann::ordered_json(nullptr)},

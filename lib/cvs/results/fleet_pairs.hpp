@@ -27,14 +27,14 @@ namespace cvs {
 struct PairRun {
   std::string a, b;  // a is the head (the JAX coordinator)
   int round = 1;
-  std::string status;   // the run's PASS, FAIL, ERROR...; "" when it left no results
-  std::string failure;  // why, when it did not pass
-  std::string sweep;    // the sweep the figure is from
+  std::optional<Outcome> status;  // the run's outcome; none when it left no results
+  std::string failure;            // why, when it did not pass
+  std::string sweep;              // the sweep the figure is from
   double step_ms = std::numeric_limits<double>::quiet_NaN();  // its median step time
   bool slow = false;
   int tries = 1;  // a slow run that ran is run once more; step_ms is the faster of the two
   double first_ms = std::numeric_limits<double>::quiet_NaN();  // the first try's, when tried twice
-  bool ran() const { return status == "PASS" && step_ms > 0; }
+  bool ran() const { return status == Outcome::Pass && step_ms > 0; }
 };
 
 // Runs every pair of a batch at once (no node in two of them) and fills its status, failure,

@@ -439,11 +439,10 @@ void read_sweep_figures(const In& in, SweepRecord& s) {
 SweepRecord read_sweep(const In& in) {
   SweepRecord s;
   s.test_name = in.str("test_name");
-  const auto status = in.str("status", "NOT RUN");
-  s.status = status == "COMPLETED" ? SweepStatus::Completed
-                                   : (status == "FAILED" ? SweepStatus::Failed : SweepStatus::NotRun);
-  if (status != "COMPLETED" && status != "FAILED" && status != "NOT RUN")
-    in.fail(in.at_ptr("status"), "is '" + status + "', not COMPLETED, FAILED or NOT RUN");
+  const auto status = in.str("status", to_string(SweepStatus::NotRun));
+  const auto parsed = sweep_status_from_string(status);
+  if (!parsed) in.fail(in.at_ptr("status"), "is '" + status + "', not COMPLETED, FAILED or NOT RUN");
+  s.status = *parsed;
   if (s.status == SweepStatus::NotRun) return s;
   read_sweep_run(in, s);
   read_sweep_figures(in, s);
@@ -454,15 +453,10 @@ StageRecord read_stage(const In& in) {
   StageRecord t;
   t.test = in.str("test");
   t.stage = in.str("stage");
-  const auto status = in.str("status", "PASS");
-  if (status == "PASS")
-    t.status = TestStatus::Pass;
-  else if (status == "FAIL")
-    t.status = TestStatus::Fail;
-  else if (status == "SKIPPED")
-    t.status = TestStatus::Skipped;
-  else
-    in.fail(in.at_ptr("status"), "is '" + status + "', not PASS, FAIL or SKIPPED");
+  const auto status = in.str("status", to_string(TestStatus::Pass));
+  const auto parsed = test_status_from_string(status);
+  if (!parsed) in.fail(in.at_ptr("status"), "is '" + status + "', not PASS, FAIL or SKIPPED");
+  t.status = *parsed;
   const auto o = outcome_from_string(in.str("outcome", status));
   if (!o) in.fail(in.at_ptr("outcome"), "is not an outcome");
   t.outcome = *o;
@@ -589,6 +583,25 @@ std::string to_string(SweepStatus s) {
       return "NOT RUN";
   }
   return "?";
+}
+
+// The readers: the word to_string gives, back to its value.
+std::optional<TestStatus> test_status_from_string(std::string_view word) {
+  for (TestStatus s : {TestStatus::Pass, TestStatus::Fail, TestStatus::Skipped})
+    if (to_string(s) == word) return s;
+  return std::nullopt;
+}
+
+std::optional<SweepStatus> sweep_status_from_string(std::string_view word) {
+  for (SweepStatus s : {SweepStatus::Completed, SweepStatus::Failed, SweepStatus::NotRun})
+    if (to_string(s) == word) return s;
+  return std::nullopt;
+}
+
+const IntervalRecord* SteadyStateRecord::interval(const std::string& metric) const {
+  for (const auto& [name, i] : intervals)
+    if (name == metric) return &i;
+  return nullptr;
 }
 
 const double* SweepRecord::metric(const std::string& name) const {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,10 +24,12 @@ inline constexpr int kResultsSchemaVersion = 1;
 // gtest's word for a test: PASS, FAIL, SKIPPED.
 enum class TestStatus { Pass, Fail, Skipped };
 std::string to_string(TestStatus s);
+std::optional<TestStatus> test_status_from_string(std::string_view word);
 
 // A sweep's training run: COMPLETED, FAILED, or NOT RUN (a filter left it out).
 enum class SweepStatus { Completed, Failed, NotRun };
 std::string to_string(SweepStatus s);
+std::optional<SweepStatus> sweep_status_from_string(std::string_view word);
 
 struct ErrorLineRecord {
   std::string node, pattern;
@@ -70,6 +73,8 @@ struct SteadyStateRecord {
   std::string why;            // when not found
   std::optional<double> drift_pct;
   std::vector<std::pair<std::string, IntervalRecord>> intervals;  // metric -> interval, in order
+
+  const IntervalRecord* interval(const std::string& metric) const;  // nullptr when not estimated
 };
 
 // One evaluated metric: value, outcome, the interval and margin, and its gate when it had one.
