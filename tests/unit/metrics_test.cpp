@@ -193,8 +193,19 @@ TEST(MetricCatalog, IsTheOneListTheRestReads) {
   auto r = cvs::scan_log_file(cvs::test::data("logs/cpu_bs4_30steps.log"), cvs::default_error_patterns());
   cvs::MetricsContext ctx;
   const auto m = cvs::compute_metrics(r.steps, r.evals, ctx);
-  for (const auto& [name, value] : m.values)
-    EXPECT_TRUE(cvs::find_metric(name)) << name << " is not in the catalog";
+  for (auto k : {cvs::Metric::TokensPerSecPerGpu, cvs::Metric::StepTimeP50Ms, cvs::Metric::FinalLoss,
+                 cvs::Metric::LossDecreased})
+    EXPECT_TRUE(m.get(k)) << cvs::to_string(k) << ": a real run has it";
+  // The catalog is in the enum's order: a Metric's spec is its row, its name reads back to it.
+  ASSERT_EQ(cvs::metric_catalog().size(), cvs::kMetricCount);
+  for (std::size_t i = 0; i < cvs::kMetricCount; ++i) {
+    const auto& spec = cvs::metric_catalog()[i];
+    EXPECT_EQ(static_cast<std::size_t>(spec.id), i) << spec.name;
+    EXPECT_EQ(cvs::metric_from_name(spec.name), spec.id) << spec.name;
+    EXPECT_EQ(cvs::to_string(spec.id), spec.name);
+  }
+  EXPECT_EQ(m.values.get("final_loss"), m.get(cvs::Metric::FinalLoss));
+  EXPECT_FALSE(m.values.get("no_such_metric"));
   std::set<std::string> interval;
   for (const auto& [name, i] : m.steady.intervals) interval.insert(name);
   for (const auto& spec : cvs::metric_catalog())

@@ -202,10 +202,11 @@ struct ToSeries : cvs::RecordSink {
 void expect_same_metrics(const cvs::RunMetrics& a, const cvs::RunMetrics& b, const std::string& what) {
   EXPECT_EQ(a.notes, b.notes) << what;
   ASSERT_EQ(a.values.size(), b.values.size()) << what;
-  for (const auto& [k, v] : a.values) {
-    ASSERT_TRUE(b.values.count(k)) << what << ": " << k;
-    if (!(std::isnan(v) && std::isnan(b.values.at(k)))) {
-      EXPECT_EQ(v, b.values.at(k)) << what << ": " << k;
+  for (const auto& [k, v] : a.values.entries()) {
+    const auto other = b.values.get(k);
+    ASSERT_TRUE(other) << what << ": " << cvs::to_string(k);
+    if (!(std::isnan(v) && std::isnan(*other))) {
+      EXPECT_EQ(v, *other) << what << ": " << cvs::to_string(k);
     }
   }
   EXPECT_EQ(a.steady.found, b.steady.found) << what;

@@ -12,7 +12,7 @@ using cvs::Outcome;
 namespace {
 cvs::RunMetrics metrics(std::map<std::string, double> v) {
   cvs::RunMetrics m;
-  m.values = std::move(v);
+  for (const auto& [name, value] : v) m.values.set(*cvs::metric_from_name(name), value);
   return m;
 }
 cvs::ThresholdSpec spec(const std::string& metric, cvs::ThresholdKind k, double v) {

@@ -89,10 +89,10 @@ int cmd_metrics(const Args& args) {
     m = series.finish();
     steps = series.steps();
   }
-  if (primary->peak_memory_gb) m.values["peak_memory_gb"] = *primary->peak_memory_gb;
+  if (primary->peak_memory_gb) m.values.set(cvs::Metric::PeakMemoryGb, *primary->peak_memory_gb);
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
-  for (const auto& name : tracked_metric_names())
-    if (auto v = m.get(name)) metrics[name] = *v;  // NaN prints as null
+  for (const auto& [metric, v] : m.values.entries())
+    metrics[std::string(to_string(metric))] = v;  // NaN: null
   out["metrics"] = metrics;
   out["steps"] = steps;
   out["warmup_steps_dropped"] = m.warmup_dropped;

@@ -5,30 +5,45 @@ namespace cvs {
 const std::vector<MetricSpec>& metric_catalog() {
   using B = Better;
   using G = GatedBy;
+  using M = Metric;
   static const std::vector<MetricSpec> v = {
-      {"tflops_per_sec_per_gpu", "TFLOP/s", B::Higher, G::TestMetric, true, true},
-      {"tokens_per_sec_per_gpu", "tok/s", B::Higher, G::TestMetric, true, true},
-      {"tokens_per_sec_total", "tok/s", B::Higher, G::TestMetric, true, true},
-      {"scaling_efficiency_pct", "%", B::Higher, G::TestMetric, false, true},
-      {"step_time_seconds", "s", B::Lower, G::TestMetric, true, true},
-      {"step_time_mean_ms", "ms", B::Lower, G::TestMetric, true, true},
-      {"step_time_p50_ms", "ms", B::Lower, G::TestMetric, true, true},
-      {"step_time_p95_ms", "ms", B::Lower, G::TestMetric, true, true},
-      {"initial_loss", "", B::Neither, G::TestMetric, false, false},  // the model's, not the cluster's
-      {"final_loss", "", B::Lower, G::TestMetric, false, false},
-      {"loss_decreased", "", B::Higher, G::TestMetric, false, false},
-      {"loss_curve_slope", "/step", B::Lower, G::TestMetric, false, false},
-      {"eval_loss", "", B::Lower, G::TestMetric, false, false},
-      {"steps_to_target", "steps", B::Lower, G::TestMetric, false, false},
-      {"time_to_target_seconds", "s", B::Lower, G::TestMetric, false, false},
-      {"last_10_steps_model_tflops_per_gpu_avg", "TFLOP/s", B::Higher, G::TestMetric, false, true},
-      {"last_10_steps_step_time_ms_avg", "ms", B::Lower, G::TestMetric, false, true},
-      {"last_10_steps_tokens_per_second_per_gpu_avg", "tok/s", B::Higher, G::TestMetric, false, true},
-      {"peak_memory_gb", "GB", B::Lower, G::TestMetric, false, false},
-      {"checkpoint_save_seconds", "s", B::Lower, G::CheckpointResume, false, false},
-      {"checkpoint_load_seconds", "s", B::Lower, G::CheckpointResume, false, false},
+      {M::TflopsPerSecPerGpu, "tflops_per_sec_per_gpu", "TFLOP/s", B::Higher, G::TestMetric, true, true},
+      {M::TokensPerSecPerGpu, "tokens_per_sec_per_gpu", "tok/s", B::Higher, G::TestMetric, true, true},
+      {M::TokensPerSecTotal, "tokens_per_sec_total", "tok/s", B::Higher, G::TestMetric, true, true},
+      {M::ScalingEfficiencyPct, "scaling_efficiency_pct", "%", B::Higher, G::TestMetric, false, true},
+      {M::StepTimeSeconds, "step_time_seconds", "s", B::Lower, G::TestMetric, true, true},
+      {M::StepTimeMeanMs, "step_time_mean_ms", "ms", B::Lower, G::TestMetric, true, true},
+      {M::StepTimeP50Ms, "step_time_p50_ms", "ms", B::Lower, G::TestMetric, true, true},
+      {M::StepTimeP95Ms, "step_time_p95_ms", "ms", B::Lower, G::TestMetric, true, true},
+      {M::InitialLoss, "initial_loss", "", B::Neither, G::TestMetric, false,
+       false},  // the model's, not the cluster's
+      {M::FinalLoss, "final_loss", "", B::Lower, G::TestMetric, false, false},
+      {M::LossDecreased, "loss_decreased", "", B::Higher, G::TestMetric, false, false},
+      {M::LossCurveSlope, "loss_curve_slope", "/step", B::Lower, G::TestMetric, false, false},
+      {M::EvalLoss, "eval_loss", "", B::Lower, G::TestMetric, false, false},
+      {M::StepsToTarget, "steps_to_target", "steps", B::Lower, G::TestMetric, false, false},
+      {M::TimeToTargetSeconds, "time_to_target_seconds", "s", B::Lower, G::TestMetric, false, false},
+      {M::Last10StepsModelTflopsPerGpuAvg, "last_10_steps_model_tflops_per_gpu_avg", "TFLOP/s", B::Higher,
+       G::TestMetric, false, true},
+      {M::Last10StepsStepTimeMsAvg, "last_10_steps_step_time_ms_avg", "ms", B::Lower, G::TestMetric, false,
+       true},
+      {M::Last10StepsTokensPerSecondPerGpuAvg, "last_10_steps_tokens_per_second_per_gpu_avg", "tok/s",
+       B::Higher, G::TestMetric, false, true},
+      {M::PeakMemoryGb, "peak_memory_gb", "GB", B::Lower, G::TestMetric, false, false},
+      {M::CheckpointSaveSeconds, "checkpoint_save_seconds", "s", B::Lower, G::CheckpointResume, false, false},
+      {M::CheckpointLoadSeconds, "checkpoint_load_seconds", "s", B::Lower, G::CheckpointResume, false, false},
   };
   return v;
+}
+
+// The table is in the enum's order (MetricCatalog.IsInTheEnumsOrder): spec_of is an index.
+const MetricSpec& spec_of(Metric m) {
+  return metric_catalog()[static_cast<std::size_t>(m)];
+}
+
+std::optional<Metric> metric_from_name(std::string_view name) {
+  if (const auto* s = find_metric(name)) return s->id;
+  return std::nullopt;
 }
 
 const MetricSpec* find_metric(std::string_view name) {

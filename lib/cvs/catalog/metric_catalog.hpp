@@ -5,16 +5,46 @@
 // interval (interval verdicts), and whether it is a speed metric (calibration, "uncalibrated").
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace cvs {
 
+// Every metric the suite reports, in report (catalog) order; its name is the catalog's.
+enum class Metric : std::uint8_t {
+  TflopsPerSecPerGpu,
+  TokensPerSecPerGpu,
+  TokensPerSecTotal,
+  ScalingEfficiencyPct,
+  StepTimeSeconds,
+  StepTimeMeanMs,
+  StepTimeP50Ms,
+  StepTimeP95Ms,
+  InitialLoss,
+  FinalLoss,
+  LossDecreased,
+  LossCurveSlope,
+  EvalLoss,
+  StepsToTarget,
+  TimeToTargetSeconds,
+  Last10StepsModelTflopsPerGpuAvg,
+  Last10StepsStepTimeMsAvg,
+  Last10StepsTokensPerSecondPerGpuAvg,
+  PeakMemoryGb,
+  CheckpointSaveSeconds,
+  CheckpointLoadSeconds,
+};
+inline constexpr std::size_t kMetricCount = 21;
+
 enum class Better { Higher, Lower, Neither };
 enum class GatedBy { TestMetric, CheckpointResume };
 
 struct MetricSpec {
+  Metric id;
   std::string_view name;  // without "training."
   std::string_view unit;  // as the report prints it ("" for a count or a flag)
   Better better;
@@ -29,5 +59,13 @@ const std::vector<MetricSpec>& metric_catalog();
 const std::vector<std::string>& tracked_metric_names();
 // nullptr for a name the catalog does not have.
 const MetricSpec* find_metric(std::string_view name);
+// The catalog's entry of a metric.
+const MetricSpec& spec_of(Metric m);
+// Its name, without "training." ("tokens_per_sec_per_gpu").
+inline std::string_view to_string(Metric m) {
+  return spec_of(m).name;
+}
+// The metric of a name; nullopt for a name the catalog does not have.
+std::optional<Metric> metric_from_name(std::string_view name);
 
 }  // namespace cvs

@@ -8,10 +8,16 @@
 
 namespace cvs {
 
-std::optional<double> RunMetrics::get(const std::string& name) const {
-  auto it = values.find(name);
-  if (it == values.end()) return std::nullopt;
-  return it->second;
+std::optional<double> MetricValues::get(std::string_view name) const {
+  const auto m = metric_from_name(name);
+  return m ? get(*m) : std::nullopt;
+}
+
+std::vector<std::pair<Metric, double>> MetricValues::entries() const {
+  std::vector<std::pair<Metric, double>> out;
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i]) out.emplace_back(static_cast<Metric>(i), *slots_[i]);
+  return out;
 }
 
 namespace {
@@ -213,7 +219,7 @@ void StepSeries::add_convergence(const StepRecord& r) {
 }
 
 void StepSeries::speed_metrics(RunMetrics& m) {
-  auto set = [&](const std::string& k, double v) { m.values[k] = v; };
+  auto set = [&](Metric k, double v) { m.values.set(k, v); };
   m.warmup_dropped = std::min(kWarmupSteps, records_);
   m.step_times_s = std::move(speed_times_);
   if (speed_n_ == 0) {
@@ -222,8 +228,8 @@ void StepSeries::speed_metrics(RunMetrics& m) {
     return;
   }
   const double mean = speed_secs_ / static_cast<double>(speed_n_);
-  set("step_time_seconds", mean);
-  set("step_time_mean_ms", mean * 1000.0);
+  set(Metric::StepTimeSeconds, mean);
+  set(Metric::StepTimeMeanMs, mean * 1000.0);
   // The percentiles of the speed records' seconds: the timed ones less the warm-up and rampup, read
   // in place from the column (a non-finite step time makes them NaN, as it makes the mean).
   double p50 = std::nan(""), p95 = std::nan("");
@@ -240,22 +246,22 @@ void StepSeries::speed_metrics(RunMetrics& m) {
     p50 = r50.at(v[0], v[1]);
     p95 = r95.at(v[2], v[3]);
   }
-  set("step_time_p50_ms", p50 * 1000.0);
-  set("step_time_p95_ms", p95 * 1000.0);
+  set(Metric::StepTimeP50Ms, p50 * 1000.0);
+  set(Metric::StepTimeP95Ms, p95 * 1000.0);
   // Work over time: sum(rate_i x seconds_i) / sum(seconds_i), the total work of the steps over
   // their total time. A mean of rates would let one short step inflate the figure. MaxText prints
   // rates with 3 decimals: a step printed as 0.000 adds (almost) no work but still its time, so one
   // rounded step moves the figure by its share of the time instead of making it 0.
-  if (tflops_.n > 0 && tflops_.time > 0) set("tflops_per_sec_per_gpu", tflops_.work / tflops_.time);
+  if (tflops_.n > 0 && tflops_.time > 0) set(Metric::TflopsPerSecPerGpu, tflops_.work / tflops_.time);
   if (tokens_.n > 0 && tokens_.time > 0) {
     const double per_gpu = tokens_.work / tokens_.time;
-    set("tokens_per_sec_per_gpu", per_gpu);
+    set(Metric::TokensPerSecPerGpu, per_gpu);
     const double total = per_gpu * ctx_.num_nodes * ctx_.gpus_per_node;
-    set("tokens_per_sec_total", total);
+    set(Metric::TokensPerSecTotal, total);
     const auto& b = ctx_.scaling_baseline;
     if (b.tokens_per_sec_total > 0 && b.num_nodes > 0 && ctx_.distributed) {
       const double ideal = b.tokens_per_sec_total * static_cast<double>(ctx_.num_nodes) / b.num_nodes;
-      set("scaling_efficiency_pct", 100.0 * total / ideal);
+      set(Metric::ScalingEfficiencyPct, 100.0 * total / ideal);
     }
   }
   const std::size_t n10 = std::min<std::size_t>(10, speed_n_);
@@ -264,9 +270,9 @@ void StepSeries::speed_metrics(RunMetrics& m) {
     for (std::size_t k = t.size() - n10; k < t.size(); ++k) sum += t[k];
     return sum / static_cast<double>(n10);
   };
-  set("last_10_steps_step_time_ms_avg", tail_mean(last_secs_) * 1000.0);
-  if (tflops_.n >= n10) set("last_10_steps_model_tflops_per_gpu_avg", tail_mean(tflops_.last));
-  if (tokens_.n >= n10) set("last_10_steps_tokens_per_second_per_gpu_avg", tail_mean(tokens_.last));
+  set(Metric::Last10StepsStepTimeMsAvg, tail_mean(last_secs_) * 1000.0);
+  if (tflops_.n >= n10) set(Metric::Last10StepsModelTflopsPerGpuAvg, tail_mean(tflops_.last));
+  if (tokens_.n >= n10) set(Metric::Last10StepsTokensPerSecondPerGpuAvg, tail_mean(tokens_.last));
 }
 
 void StepSeries::loss_curve_metrics(RunMetrics& m) {
@@ -282,7 +288,7 @@ void StepSeries::loss_curve_metrics(RunMetrics& m) {
   };
   if (keep_curves_) each([&](long long step, double loss) { m.sampled_curve.push_back({step, loss}); });
   if (auto slope = slope_of(each, sampled_loss_.size()))
-    m.values["loss_curve_slope"] = *slope;
+    m.values.set(Metric::LossCurveSlope, *slope);
   else
     m.notes.push_back("loss_curve_slope needs >= 2 sampled points (every " +
                       std::to_string(ctx_.loss_curve.sample_every) + " steps); the run has " +
@@ -302,12 +308,12 @@ void StepSeries::convergence_metrics(RunMetrics& m) {
                       " not reached by " + (use_eval ? "eval" : "training") + " loss");
     return;
   }
-  m.values["steps_to_target"] = static_cast<double>(*hit);
+  m.values.set(Metric::StepsToTarget, static_cast<double>(*hit));
   if (use_eval && eval_lost_)
     m.notes.push_back("time_to_target_seconds: the eval line of step " + std::to_string(*hit) +
                       " came more than 64 step lines after that step's");
   else
-    m.values["time_to_target_seconds"] = use_eval ? eval_seconds_ : train_hit_->second;
+    m.values.set(Metric::TimeToTargetSeconds, use_eval ? eval_seconds_ : train_hit_->second);
 }
 
 RunMetrics StepSeries::finish() {
@@ -316,17 +322,17 @@ RunMetrics StepSeries::finish() {
     m.notes.push_back("no 'completed step' lines in the log");
     return m;
   }
-  m.values["initial_loss"] = first_.loss;
-  m.values["final_loss"] = last_.loss;
+  m.values.set(Metric::InitialLoss, first_.loss);
+  m.values.set(Metric::FinalLoss, last_.loss);
   // NaN compares false: a run with a non-finite loss never reports a decrease.
-  m.values["loss_decreased"] =
-      (std::isfinite(last_.loss) && last_.loss < first_.loss && !nonfinite_) ? 1.0 : 0.0;
+  m.values.set(Metric::LossDecreased,
+               (std::isfinite(last_.loss) && last_.loss < first_.loss && !nonfinite_) ? 1.0 : 0.0);
   m.nonfinite_loss = nonfinite_;
   if (nonfinite_) m.first_nonfinite_step = first_nonfinite_;
   m.loss_curve = std::move(loss_curve_);
   speed_metrics(m);
   loss_curve_metrics(m);
-  if (evals_ > 0) m.values["eval_loss"] = last_eval_loss_;
+  if (evals_ > 0) m.values.set(Metric::EvalLoss, last_eval_loss_);
   convergence_metrics(m);
   m.steady = steady_state(timed_, ctx_.num_nodes * ctx_.gpus_per_node, ctx_.confidence);
   if (!m.steady.found) m.notes.push_back(m.steady.why);

@@ -42,8 +42,26 @@ struct LossPoint {
   double loss;
 };
 
+// A run's figures: a slot per catalog metric, set or absent (a set NaN is a figure that was not
+// finite). Code names a metric by its enum; a threshold file's name goes through the catalog.
+class MetricValues {
+ public:
+  void set(Metric m, double v) { slots_[index(m)] = v; }
+  void erase(Metric m) { slots_[index(m)].reset(); }
+  std::optional<double> get(Metric m) const { return slots_[index(m)]; }
+  // By its catalog name ("training."-less); nullopt for a name the catalog does not have.
+  std::optional<double> get(std::string_view name) const;
+  // Each metric set, with its value, in catalog order.
+  std::vector<std::pair<Metric, double>> entries() const;
+  std::size_t size() const { return entries().size(); }
+
+ private:
+  static std::size_t index(Metric m) { return static_cast<std::size_t>(m); }
+  std::array<std::optional<double>, kMetricCount> slots_{};
+};
+
 struct RunMetrics {
-  std::map<std::string, double> values;  // metric name (without "training.") -> value
+  MetricValues values;
   std::vector<LossPoint> loss_curve;     // every step's loss, for plots
   std::vector<LossPoint> sampled_curve;  // the points the slope is fitted on
   std::vector<double> step_times_s;      // the speed records' step times (with keep_curves)
@@ -53,7 +71,8 @@ struct RunMetrics {
   SteadyState steady;              // MSER-5 steady state and the speed metrics' intervals (step_stats.hpp)
   std::vector<std::string> notes;  // why a metric is absent, e.g. "target not reached"
 
-  std::optional<double> get(const std::string& name) const;
+  std::optional<double> get(Metric m) const { return values.get(m); }
+  std::optional<double> get(const std::string& name) const { return values.get(name); }
 };
 
 // Rejects duplicate step numbers and step numbers that go down (a blended or restarted log).
