@@ -5,6 +5,7 @@
 
 #include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/config/sweep.hpp"
+#include "cvs/results/results_file.hpp"
 #include "cvs/session.hpp"
 #include "cvs/stages.hpp"
 
@@ -101,21 +102,21 @@ TEST(test_smoke, bf16_smoke) {
 
 class test_training_run : public ::testing::TestWithParam<Sweep> {};
 TEST_P(test_training_run, run) {
-  RecordProperty("sweep_key", GetParam().key);
+  RecordProperty(cvs::StageRecord::kSweepKeyProperty, GetParam().key);
   report(run_stage([&] { return cvs::fixtures::stage_training_run(S(), GetParam().key); }));
 }
 INSTANTIATE_TEST_SUITE_P(sweep, test_training_run, ::testing::ValuesIn(runs()), sweep_name);
 
 class test_metric : public ::testing::TestWithParam<SweepMetric> {};
 TEST_P(test_metric, check) {
-  RecordProperty("sweep_key", GetParam().key);
+  RecordProperty(cvs::StageRecord::kSweepKeyProperty, GetParam().key);
   report(run_stage([&] { return cvs::fixtures::stage_metric(S(), GetParam().key, GetParam().metric); }));
 }
 INSTANTIATE_TEST_SUITE_P(sweep, test_metric, ::testing::ValuesIn(run_metrics()), metric_name);
 
 class checkpoint_resume : public ::testing::TestWithParam<Sweep> {};
 TEST_P(checkpoint_resume, save_and_resume) {
-  RecordProperty("sweep_key", GetParam().key);
+  RecordProperty(cvs::StageRecord::kSweepKeyProperty, GetParam().key);
   report(run_stage([&] { return cvs::fixtures::stage_checkpoint_resume(S(), GetParam().key); }));
 }
 INSTANTIATE_TEST_SUITE_P(sweep, checkpoint_resume,

@@ -96,6 +96,25 @@ TEST(Card, AFailedGateLeavesTheEntryUnverified) {
   EXPECT_EQ(card["models"][0]["entries"][1]["status"], "verified") << "the other sweep is unaffected";
 }
 
+// A sweep's stages are those that recorded its sweep key: the card reads no gtest test name.
+TEST(Card, ASweepsStagesAreThoseThatRecordedItsKeyWhateverTheirTestNames) {
+  auto r = results();
+  const auto before = cvs::make_card(cvs::results_from_json(r), "2026-12-02");
+  int i = 0;
+  for (auto& st : r["stages"]) st["test"] = "renamed_" + std::to_string(i++);
+  const auto after = cvs::make_card(cvs::results_from_json(r), "2026-12-02");
+  const auto& was = before["models"][0]["entries"];
+  const auto& is = after["models"][0]["entries"];
+  ASSERT_EQ(is.size(), was.size());
+  EXPECT_EQ(is[0]["status"], "verified");
+  EXPECT_NE(is[0]["expected_result"].get<std::string>().find(" Gates: "), std::string::npos);
+  for (std::size_t e = 0; e < is.size(); ++e) {
+    EXPECT_EQ(is[e]["status"], was[e]["status"]) << e;
+    EXPECT_EQ(is[e]["expected_result"], was[e]["expected_result"])
+        << e << ": the same gates, found by sweep key";
+  }
+}
+
 TEST(Card, AnInconclusiveOrErroredGateLeavesTheEntryUnverifiedEvenWhenItPassed) {
   for (const char* outcome : {"INCONCLUSIVE", "ERROR"}) {
     auto r = results();

@@ -29,17 +29,11 @@ std::string slugify(std::string s) {
   return s;
 }
 
-// The stages of one sweep: its training run and metric tests.
-std::vector<const StageRecord*> stages_of(const Results& results, const std::string& test_name) {
+// The stages of one sweep: its training run, metric tests and checkpoint test.
+std::vector<const StageRecord*> stages_of(const Results& results, const std::string& sweep_key) {
   std::vector<const StageRecord*> v;
-  for (const auto& st : results.stages) {
-    const auto& t = st.test;
-    const auto pos = t.find(test_name);
-    if (pos == std::string::npos) continue;
-    const auto end = pos + test_name.size();
-    if (end == t.size() || t.compare(end, 2, "__") == 0)
-      v.push_back(&st);  // "<sweep>" or "<sweep>__<metric>"
-  }
+  for (const auto& st : results.stages)
+    if (st.sweep_key() == sweep_key) v.push_back(&st);
   return v;
 }
 
@@ -86,7 +80,7 @@ struct CardContext {
 // least one gate passed.
 J sweep_entry(const CardContext& x, const std::string& key, const SweepRecord& s) {
   const auto& [results, model, hardware, maxtext, today] = x;
-  const auto stages = stages_of(results, s.test_name.empty() ? "?" : s.test_name);
+  const auto stages = stages_of(results, key);
   int fails = 0, passes = 0;
   std::string gates;
   for (const auto* st : stages) {

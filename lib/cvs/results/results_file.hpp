@@ -144,6 +144,10 @@ struct StageRecord {
   double seconds = 0;
   std::vector<std::pair<std::string, std::string>> properties;
   std::string property(const std::string& key) const;  // "" when absent
+  // The sweep a stage belongs to (its kSweepKeyProperty; "" for a stage of the whole session).
+  std::string sweep_key() const { return property(kSweepKeyProperty); }
+  // The property a sweep's stages record their sweep key under (the suite's RecordProperty).
+  static constexpr const char* kSweepKeyProperty = "sweep_key";
 };
 // The outcome a stage reports: its "outcome" property where it set one (ERROR, INCONCLUSIVE,
 // N/A, RECORD...), held to gtest's status (a failed test is FAIL unless it said INCONCLUSIVE or
