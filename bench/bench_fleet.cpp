@@ -52,7 +52,8 @@ void BM_WriteFleetOutputs(benchmark::State& state) {
   const auto s = cvs::score_fleet(nodes, {});
   const auto dir = std::filesystem::temp_directory_path() / "cvs-bench-fleet";
   std::filesystem::create_directories(dir);
-  for (auto _ : state) cvs::write_fleet_outputs(dir, s, cluster, {});
+  const auto hosts = cvs::hosts_by_name(cluster);
+  for (auto _ : state) cvs::write_fleet_outputs(dir, s, hosts, {});
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_WriteFleetOutputs)->Arg(1024)->Unit(benchmark::kMillisecond);

@@ -305,7 +305,8 @@ int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
     }
   }
   allocation.release();  // the healthy cluster file asks for a new allocation of the healthy hosts
-  cvs::write_fleet_outputs(o.output, score, cluster, o.policy);
+  cvs::write_fleet_outputs(o.output, score, cvs::hosts_by_name(cluster), o.policy);
+  cvs::write_cluster_file_of(o.output / "healthy_cluster.json", cluster, score.healthy());
   std::ofstream(o.output / "junit.xml") << cvs::report::render_fleet_junit(score, "jaxmaxtext_fleet");
   std::ofstream(o.output / "fleet.html") << cvs::report::render_fleet_html(
       score, nodes, o.policy, "jaxmaxtext_fleet", pairs ? &*pairs : nullptr);

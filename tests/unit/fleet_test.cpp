@@ -107,7 +107,8 @@ TEST(Fleet, OutputsNameTheSuspectsAndAHealthyClusterFileThatLoads) {
                                        node("gpu3", 10100, 20), node("gpu4", 9900, 20)};
   const auto s = cvs::score_fleet(nodes, {});
   ASSERT_EQ(s.suspects(), std::vector<std::string>{"gpu1"});
-  cvs::write_fleet_outputs(dir, s, cluster, {});
+  cvs::write_fleet_outputs(dir, s, cvs::hosts_by_name(cluster), {});
+  cvs::write_cluster_file_of(dir / "healthy_cluster.json", cluster, s.healthy());
   EXPECT_EQ(read(dir / "healthy_nodes.txt"), "gpu2\ngpu3\ngpu4\n");
   EXPECT_EQ(read(dir / "suspect_nodes.txt").rfind("gpu1\ttokens_per_sec_per_gpu", 0), std::string::npos)
       << "the reason names the sweep first";

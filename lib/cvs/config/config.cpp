@@ -1,6 +1,5 @@
 #include "cvs/config/config.hpp"
 #include "cvs/base/sha256.hpp"
-#include "cvs/exec/rdma.hpp"
 
 #include <pwd.h>
 #include <re2/re2.h>
@@ -12,6 +11,7 @@
 #include <set>
 
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/fabric_env.hpp"
 #include "cvs/config/placeholders.hpp"
 #include "cvs/config/text_file.hpp"
 

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include <set>
+#include <stdexcept>
 
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/json_reader.hpp"
@@ -378,6 +379,26 @@ OrderedJson cluster_file_with(const Cluster& cluster, const std::vector<Node>& n
   if (!(same_head && nodes.size() > 1 && raw.contains("coordinator_address")))
     raw["coordinator_address"] = is_loopback_address(head.host) ? "127.0.0.1" : head.host;
   return raw;
+}
+
+void write_cluster_file_of(const std::filesystem::path& file, const Cluster& cluster,
+                           const std::vector<std::string>& names) {
+  std::error_code ec;
+  std::filesystem::remove(file, ec);
+  if (names.empty()) return;
+  std::vector<Node> nodes;
+  for (const auto& name : names)
+    for (const auto& node : cluster.nodes)
+      if (node.name == name) nodes.push_back(node);
+  std::ofstream out(file);
+  out << cluster_file_with(cluster, nodes).dump(2) << "\n";
+  if (!out) throw std::runtime_error("cannot write " + file.string());
+}
+
+std::map<std::string, std::string> hosts_by_name(const Cluster& cluster) {
+  std::map<std::string, std::string> out;
+  for (const auto& n : cluster.nodes) out[n.name] = n.host;
+  return out;
 }
 
 }  // namespace cvs

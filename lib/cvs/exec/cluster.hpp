@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,12 @@ OrderedJson node_to_json(const Node& node);
 // else the head's host (127.0.0.1 for a loopback one). What fleet mode writes for each node's run, each
 // pair's and the healthy nodes.
 OrderedJson cluster_file_with(const Cluster& cluster, const std::vector<Node>& nodes);
+// cluster_file_with the nodes of these names, in this order, written to `file` (fleet mode's
+// healthy_cluster.json); with no name, none is written and an older one is removed.
+void write_cluster_file_of(const std::filesystem::path& file, const Cluster& cluster,
+                           const std::vector<std::string>& names);
+// Each node's name -> its host.
+std::map<std::string, std::string> hosts_by_name(const Cluster& cluster);
 
 // Loads a suite config with the cluster's overrides merged in (RFC 7396 merge patch).
 SuiteConfig load_config_for_cluster(const std::filesystem::path& config_file, const Cluster& cluster,

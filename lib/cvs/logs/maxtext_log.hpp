@@ -5,11 +5,19 @@
 #pragma once
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace cvs {
+
+// A step series that cannot be trusted as one run (duplicate steps, step numbers going down, a
+// metrics_file line that is not JSON): what the logs say cannot be turned into metrics.
+class MetricsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct StepRecord {
   long long step = 0;

@@ -5,8 +5,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cvs/results/metrics.hpp"
-
 namespace cvs {
 namespace {
 

@@ -14,7 +14,7 @@ namespace cvs {
 
 // Parses the file's text into step records in file order. Rows repeated by several processes
 // collapse into one; the same step with a different loss is a blended file and throws
-// MetricsError (see metrics.hpp), as does a line that is not a JSON object.
+// MetricsError (see maxtext_log.hpp), as does a line that is not a JSON object.
 std::vector<StepRecord> parse_metrics_file(const std::string& text, const std::string& source);
 
 }  // namespace cvs

@@ -259,15 +259,6 @@ std::string fleet_reasons(const NodeScore& node) {
 
 namespace {
 
-// The cluster file with only the healthy nodes, the first of them the head.
-nlohmann::ordered_json healthy_cluster(const Cluster& cluster, const std::vector<std::string>& healthy) {
-  std::vector<Node> nodes;
-  for (const auto& name : healthy)
-    for (const auto& node : cluster.nodes)
-      if (node.name == name) nodes.push_back(node);
-  return cluster_file_with(cluster, nodes);
-}
-
 void write_text(const std::filesystem::path& p, const std::string& text) {
   std::ofstream out(p);
   out << text;
@@ -304,8 +295,8 @@ nlohmann::ordered_json fleet_json(const FleetScore& score, const FleetPolicy& po
 
 }  // namespace
 
-void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& score, const Cluster& cluster,
-                         const FleetPolicy& policy) {
+void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& score,
+                         const std::map<std::string, std::string>& host_of, const FleetPolicy& policy) {
   std::string suspects, healthy, exclude;
   for (const auto& n : score.nodes) {
     if (!n.suspect) {
@@ -313,16 +304,12 @@ void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& sco
       continue;
     }
     suspects += n.name + "\t" + fleet_reasons(n) + "\n";
-    for (const auto& node : cluster.nodes)
-      if (node.name == n.name) exclude += (exclude.empty() ? "" : ",") + node.host;
+    if (auto h = host_of.find(n.name); h != host_of.end())
+      exclude += (exclude.empty() ? "" : ",") + h->second;
   }
   write_text(dir / "suspect_nodes.txt", suspects);
   write_text(dir / "healthy_nodes.txt", healthy);
   write_text(dir / "slurm_exclude.txt", exclude.empty() ? "" : "--exclude=" + exclude + "\n");
-  const auto ok = score.healthy();
-  std::error_code ec;
-  std::filesystem::remove(dir / "healthy_cluster.json", ec);
-  if (!ok.empty()) write_text(dir / "healthy_cluster.json", healthy_cluster(cluster, ok).dump(2) + "\n");
   write_text(dir / "fleet.json", fleet_json(score, policy).dump(2) + "\n");
 }
 

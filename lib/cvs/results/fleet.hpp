@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "cvs/catalog/outcome.hpp"
-#include "cvs/exec/cluster.hpp"
 
 namespace cvs {
 
@@ -92,12 +91,12 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
 std::map<std::string, FigureStats> read_fleet_baseline(const std::filesystem::path& calibration_file);
 
 // The outputs that act, into `dir`: suspect_nodes.txt (name, tab, reasons), healthy_nodes.txt,
-// slurm_exclude.txt (--exclude=host1,host2; empty without suspects), healthy_cluster.json (the
-// cluster file with the suspects removed, its head the first healthy node; absent when no node is
-// healthy) and fleet.json (every node's figures, z-scores and evidence). The JUnit file and the
-// HTML page are the reports' (reports/cvs/fleet_report.hpp).
-void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& score, const Cluster& cluster,
-                         const FleetPolicy& policy);
+// slurm_exclude.txt (--exclude=host1,host2 by `host_of` each node's name; empty without suspects)
+// and fleet.json (every node's figures, z-scores and evidence). healthy_cluster.json is the
+// cluster's (exec/cluster.hpp: write_cluster_file_of); the JUnit file and the HTML page are the
+// reports' (reports/cvs/fleet_report.hpp).
+void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& score,
+                         const std::map<std::string, std::string>& host_of, const FleetPolicy& policy);
 
 // One line of reasons for a suspect ("" for a healthy node).
 std::string fleet_reasons(const NodeScore& node);

@@ -16,12 +16,6 @@
 
 namespace cvs {
 
-// A step series that cannot be trusted as one run (duplicate steps, step numbers going down).
-class MetricsError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // Records dropped from the front of a run before any throughput/step-time statistic: the first
 // step includes compilation and the second is often unrealistically short. Dropped by position,
 // not by step number, so a run resumed from a checkpoint at step 6 drops its steps 6 and 7.
