@@ -63,12 +63,12 @@ void PrintTo(const SweepMetric& s, std::ostream* os) {
 
 std::vector<Sweep> runs() {
   std::vector<Sweep> v;
-  for (const auto& k : S().cfg.runs) v.push_back({k});
+  for (const auto& k : S().cfg().runs) v.push_back({k});
   return v;
 }
 std::vector<SweepMetric> run_metrics() {
   std::vector<SweepMetric> v;
-  for (const auto& k : S().cfg.runs)
+  for (const auto& k : S().cfg().runs)
     for (const auto& m : cvs::metric_catalog())
       if (m.gated_by == cvs::GatedBy::TestMetric) v.push_back({k, std::string(m.name)});
   return v;
@@ -120,4 +120,4 @@ TEST_P(checkpoint_resume, save_and_resume) {
   report(run_stage([&] { return cvs::fixtures::stage_checkpoint_resume(S(), GetParam().key); }));
 }
 INSTANTIATE_TEST_SUITE_P(sweep, checkpoint_resume,
-                         ::testing::Values(Sweep{cvs::fixtures::checkpoint_sweep(S().cfg)}), sweep_name);
+                         ::testing::Values(Sweep{cvs::fixtures::checkpoint_sweep(S().cfg())}), sweep_name);

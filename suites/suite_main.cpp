@@ -133,7 +133,7 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   // JUnit XML for Jenkins next to the report unless the caller chose a place.
   if (!has_output_flag && !listing)
     gtest_args.push_back("--gtest_output=xml:" +
-                         (fixtures::Session::get().opts.output / "junit.xml").string());
+                         (fixtures::Session::get().opts().output / "junit.xml").string());
   std::vector<char*> rest = {argv[0]};
   for (auto& a : gtest_args) rest.push_back(a.data());
   int n = static_cast<int>(rest.size());
@@ -141,16 +141,16 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   ::testing::InitGoogleTest(&n, rest.data());
   auto* listener = new report::ReportListener([](std::vector<StageRecord> stages) {
     const auto& s = fixtures::Session::get();
-    if (s.opts.output.empty()) return std::optional<report::ReportTarget>();
+    if (s.opts().output.empty()) return std::optional<report::ReportTarget>();
     return std::optional(
-        report::ReportTarget{s.opts.output, fixtures::session_results(s, std::move(stages))});
+        report::ReportTarget{s.opts().output, fixtures::session_results(s, std::move(stages))});
   });
   ::testing::UnitTest::GetInstance()->listeners().Append(listener);  // gtest owns it
   ::testing::AddGlobalTestEnvironment(new fixtures::ClusterEnvironment);
   const int rc = RUN_ALL_TESTS();
   if (listing) return rc;
   // gtest writes only <failure>: the stages that ended ERROR get <error> in the JUnit file.
-  std::filesystem::path junit = fixtures::Session::get().opts.output / "junit.xml";
+  std::filesystem::path junit = fixtures::Session::get().opts().output / "junit.xml";
   if (has_output_flag) junit = user_xml;
   if (!junit.empty() && !report::rewrite_junit_errors(junit))
     spdlog::warn("could not mark the ERROR stages in {}", junit.string());
