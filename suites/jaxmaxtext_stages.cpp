@@ -25,8 +25,7 @@ StageResult run_stage(Stage&& stage) {
   try {
     return stage();
   } catch (const std::exception& e) {
-    S().stage_exception = std::string("an exception escaped a stage: ") + e.what();
-    return StageResult::error(S().stage_exception);
+    return S().gate.stage_threw(e.what());
   }
 }
 
@@ -85,7 +84,7 @@ std::string metric_name(const ::testing::TestParamInfo<SweepMetric>& i) {
 // The Environment (fixtures/cvs/environment.cpp) ran the setup before any test: this test
 // reports what it found.
 TEST(test_setup, containers_and_devices) {
-  S().setup_failure_reported = true;
+  S().gate.setup_reported();
   if (!S().setup_result) FAIL() << "ERROR: the suite's Environment did not run the setup";
   report(*S().setup_result);
 }
