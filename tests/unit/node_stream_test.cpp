@@ -46,6 +46,15 @@ TEST(FrameParser, FramesSplitAtEveryByteComeOutWhole) {
   }
 }
 
+// A frame's state word is a node state's own word; the agent sends four of them.
+TEST(FrameParser, AFrameStateIsOneOfFourNodeStateWords) {
+  for (auto st :
+       {cvs::NodeState::Running, cvs::NodeState::Exited, cvs::NodeState::Gone, cvs::NodeState::Stopped})
+    EXPECT_EQ(cvs::frame_state(cvs::to_string(st)), st) << cvs::to_string(st);
+  for (const char* word : {"not started", "unreachable", "Running", "done", ""})
+    EXPECT_FALSE(cvs::frame_state(word)) << word;
+}
+
 TEST(FrameParser, BrokenFramingIsAnErrorNotData) {
   for (const std::string& bad : std::vector<std::string>{"hello\n", "CVS-FRAME 1 x running\n",
                                                          "CVS-FRAME 1 0 dancing\n", "CVS-FRAME 1 0 exited\n",

@@ -21,11 +21,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace cvs {
 
+// The words are the node states' own (catalog/node_state.cpp); a frame carries four of them.
 std::optional<NodeState> frame_state(std::string_view word) {
-  if (word == "running") return NodeState::Running;
-  if (word == "exited") return NodeState::Exited;
-  if (word == "gone") return NodeState::Gone;
-  if (word == "stopped") return NodeState::Stopped;
+  const auto s = node_state_from_string(word);
+  if (s == NodeState::Running || s == NodeState::Exited || s == NodeState::Gone || s == NodeState::Stopped)
+    return s;
   return std::nullopt;
 }
 
