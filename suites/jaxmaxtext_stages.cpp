@@ -25,7 +25,7 @@ StageResult run_stage(Stage&& stage) {
   try {
     return stage();
   } catch (const std::exception& e) {
-    return S().gate.stage_threw(e.what());
+    return S().gate().stage_threw(e.what());
   }
 }
 
@@ -84,9 +84,9 @@ std::string metric_name(const ::testing::TestParamInfo<SweepMetric>& i) {
 // The Environment (fixtures/cvs/environment.cpp) ran the setup before any test: this test
 // reports what it found.
 TEST(test_setup, containers_and_devices) {
-  S().gate.setup_reported();
-  if (!S().setup_result) FAIL() << "ERROR: the suite's Environment did not run the setup";
-  report(*S().setup_result);
+  S().gate().setup_reported();
+  if (!S().setup_result()) FAIL() << "ERROR: the suite's Environment did not run the setup";
+  report(*S().setup_result());
 }
 
 #ifdef CVS_DISTRIBUTED
