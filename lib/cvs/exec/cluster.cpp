@@ -84,20 +84,16 @@ void read_job_id(JsonReader& r, SlurmOptions& s) {
     s.job_id = v->get<std::string>(), s.existing_job = true;
 }
 
-// A list of non-empty strings (nodelist: not empty either); false with an issue otherwise.
-bool read_names(JsonReader& r, const std::string& key, bool non_empty, std::vector<std::string>& out,
+// A list of non-empty strings (nodelist: not empty either); an issue otherwise.
+void read_names(JsonReader& r, const std::string& key, bool non_empty, std::vector<std::string>& out,
                 const std::string& message, const std::string& fix) {
   const auto* v = r.find(key);
-  if (!v) return true;
+  if (!v) return;
   bool ok = v->is_array() && !(non_empty && v->empty());
   for (const auto& h : ok ? *v : OrderedJson::array())
     ok = ok && h.is_string() && !h.get<std::string>().empty();
-  if (!ok) {
-    r.issues().add(r.at(key), message, fix);
-    return false;
-  }
+  if (!ok) return r.issues().add(r.at(key), message, fix);
   for (const auto& h : *v) out.push_back(h.get<std::string>());
-  return true;
 }
 
 // The slurm block; nodelist: the hosts of an existing job (job_id).
