@@ -117,13 +117,11 @@ void JsonReader::str(const std::string& key, std::string& out, bool required) {
 
 bool JsonReader::choice(const std::string& key, std::string& out, const std::vector<std::string>& words,
                         const std::string& fix) {
-  if (!obj_.contains(key)) {
-    known_.push_back(key);
-    return false;
-  }
+  const Json* v = find(key);
+  if (!v) return false;
   std::string word;
-  str(key, word);
-  if (!obj_.at(key).is_string()) return false;
+  str(key, word);  // a value that is not a string: its issue
+  if (!v->is_string()) return false;
   if (std::find(words.begin(), words.end(), word) == words.end()) {
     issues_.add(at(key), key + " '" + word + "' is not " + join_or(words), fix);
     return false;

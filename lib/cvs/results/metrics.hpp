@@ -2,6 +2,7 @@
 // Megatron-Bridge card figures (initial_loss, last_10_steps_*_avg).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
@@ -47,7 +48,10 @@ class MetricValues {
   std::optional<double> get(std::string_view name) const;
   // Each metric set, with its value, in catalog order.
   std::vector<std::pair<Metric, double>> entries() const;
-  std::size_t size() const { return entries().size(); }
+  std::size_t size() const {
+    return static_cast<std::size_t>(
+        std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s.has_value(); }));
+  }
 
  private:
   static std::size_t index(Metric m) { return static_cast<std::size_t>(m); }
