@@ -176,9 +176,14 @@ std::string step_time_svg(const std::vector<double>& v) {
   return s.str();
 }
 
+// A figure of the evaluation's metric, as the catalog prints it.
+std::string fig(const EvaluationRecord& e, double v) {
+  return html_escape(format_figure(e.metric, v));
+}
+
 std::string interval_cell(const EvaluationRecord& e) {
   if (!e.interval) return "&mdash;";
-  return "[" + num(e.interval->first) + ", " + num(e.interval->second) + "]" + interval_svg(e);
+  return "[" + fig(e, e.interval->first) + ", " + fig(e, e.interval->second) + "]" + interval_svg(e);
 }
 
 // MaxText logs an empty quantization for BF16.
@@ -191,7 +196,7 @@ std::string quantization_label(const SweepRecord& s) {
 // The threshold and margin cells of a gate (the sweep tables and the summary's failing gates).
 std::string threshold_cell(const EvaluationRecord& e) {
   if (!e.gate) return "&mdash;";
-  std::string thr = e.gate->kind + " " + num(e.gate->threshold);
+  std::string thr = e.gate->kind + " " + fig(e, e.gate->threshold);
   if (e.gate->tolerance_pct) thr += " &plusmn;" + num(*e.gate->tolerance_pct) + "%";
   return thr;
 }
@@ -211,9 +216,9 @@ std::string gates_not_passed(const Results& r) {
         h << "<h3>Gates that did not pass</h3><table><tr><th>Sweep</th><th>Metric</th><th>Value</th><th>"
              "Interval</th><th>Threshold</th><th>Margin</th><th>Outcome</th></tr>";
       h << "<tr><td><code>" << html_escape(key) << "</code></td><td><code>" << html_escape(e.metric)
-        << "</code></td><td class=\"num\">" << num(e.value) << "</td><td>" << interval_cell(e) << "</td><td>"
-        << threshold_cell(e) << "</td><td class=\"num\">" << margin_cell(e) << "</td><td>" << badge(e.outcome)
-        << "</td></tr>";
+        << "</code></td><td class=\"num\">" << fig(e, e.value) << "</td><td>" << interval_cell(e)
+        << "</td><td>" << threshold_cell(e) << "</td><td class=\"num\">" << margin_cell(e) << "</td><td>"
+        << badge(e.outcome) << "</td></tr>";
     }
   if (rows) h << "</table>";
   return h.str();
@@ -329,16 +334,16 @@ void sweep_html(std::ostringstream& h, const std::string& key, const SweepRecord
   std::set<std::string> shown;
   for (const auto& e : s.evaluations) {
     shown.insert(e.metric);
-    h << "<tr><td><code>" << html_escape(e.metric) << "</code></td><td class=\"num\">" << num(e.value)
+    h << "<tr><td><code>" << html_escape(e.metric) << "</code></td><td class=\"num\">" << fig(e, e.value)
       << "</td><td>" << threshold_cell(e) << "</td><td>" << interval_cell(e) << "</td><td class=\"num\">"
       << margin_cell(e) << "</td><td>" << badge(e.outcome) << "</td><td>" << html_escape(e.message)
       << "</td></tr>";
   }
   for (const auto& [name, v] : s.metrics)
     if (!shown.count("training." + name))
-      h << "<tr><td><code>training." << html_escape(name) << "</code></td><td class=\"num\">" << num(v)
-        << "</td><td>&mdash;</td><td>&mdash;</td><td>&mdash;</td><td>" << badge(Outcome::Record)
-        << "</td><td>not evaluated in this session</td></tr>";
+      h << "<tr><td><code>training." << html_escape(name) << "</code></td><td class=\"num\">"
+        << html_escape(format_figure(name, v)) << "</td><td>&mdash;</td><td>&mdash;</td><td>&mdash;</td><td>"
+        << badge(Outcome::Record) << "</td><td>not evaluated in this session</td></tr>";
   h << "</table>";
   h << "<div class=\"plots\"><div><h3>Loss curve</h3>" << loss_svg(s.loss_curve, s.sampled_curve)
     << "</div><div><h3>Step-time distribution (steady state)</h3>" << step_time_svg(s.step_times_ms)
@@ -383,12 +388,20 @@ void baseline_html(std::ostringstream& h, const Results& r) {
       << num(b.tolerance_pct) << "%: " << badge(regression ? Outcome::Fail : Outcome::Pass)
       << (regression ? " regression" : " no regression")
       << "</p><table><tr><th>Sweep</th><th>Metric</th><th>Old</th><th>New</th><th>Delta "
-         "%</th><th></th></tr>";
-    for (const auto& d : b.comparison.deltas)
+         "%</th><th>Intervals</th><th></th></tr>";
+    for (const auto& d : b.comparison.deltas) {
+      const auto f = [&](double v) { return html_escape(format_figure(d.metric, v)); };
+      std::string ivs = "&mdash;";
+      if (d.old_interval)
+        ivs = "[" + f(d.old_interval->first) + ", " + f(d.old_interval->second) + "] &rarr; [" +
+              f(d.new_interval->first) + ", " + f(d.new_interval->second) + "]" +
+              (d.within_noise ? " within noise" : "");
       h << "<tr><td><code>" << html_escape(d.sweep) << "</code></td><td><code>training."
-        << html_escape(d.metric) << "</code></td><td class=\"num\">" << num(d.old_value)
-        << "</td><td class=\"num\">" << num(d.new_value) << "</td><td class=\"num\">" << num(d.delta_pct)
-        << "</td><td>" << (d.regression ? badge(Outcome::Fail) : std::string()) << "</td></tr>";
+        << html_escape(d.metric) << "</code></td><td class=\"num\">" << f(d.old_value)
+        << "</td><td class=\"num\">" << f(d.new_value) << "</td><td class=\"num\">"
+        << fmt(d.delta_pct, "%+.2f") << "</td><td>" << ivs << "</td><td>"
+        << (d.regression ? badge(Outcome::Fail) : std::string()) << "</td></tr>";
+    }
     h << "</table>";
     for (const auto& n : b.comparison.notes) h << "<p class=\"muted\">" << html_escape(n) << "</p>";
   }

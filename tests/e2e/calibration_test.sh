@@ -4,7 +4,10 @@
 #      statistics and this machine's provenance, where the suite looks for it;
 #   2. the README's run command then gates throughput on that calibration and still PASSes;
 #   3. the same run made several times slower (pinned to one core beside a busy loop on it) ends
-#      FAIL or INCONCLUSIVE on throughput, never PASS, and its provenance differs (one core).
+#      FAIL or INCONCLUSIVE on throughput, never PASS, and its provenance differs (one core);
+#   both sessions show one number per gate (the estimate its verdict used: report, results.json,
+#   JUnit agree, one_number_check.py), and `cvs compare` of the two reports the regression with
+#   both intervals.
 #   calibration_test.sh CVS_BINARY CONFIG OUT_DIR
 set -euo pipefail
 cvs=$1; config=$2; out=$3
@@ -50,6 +53,7 @@ for key, s in r["sweeps"].items():
     assert e["outcome"] == "PASS", (key, e)
     assert e["interval"][0] >= e["threshold"], (key, e)
 ' "$out/calibrated/results.json" || fail "calibrated run: throughput not gated and passed"
+python3 "$(dirname "$0")/one_number_check.py" "$out/calibrated" --some || fail "calibrated run: a gated row shows two numbers"
 
 # 3. The same run, slowed: one core, shared with a busy loop.
 taskset -c 0 sh -c 'while :; do :; done' &
@@ -72,6 +76,23 @@ for key, s in r["sweeps"].items():
     assert e["outcome"] in ("FAIL", "INCONCLUSIVE"), (key, e)
     print(key, e["outcome"], e["message"])
 ' "$out/slowed/results.json" || fail "slowed run: throughput not FAIL/INCONCLUSIVE"
+python3 "$(dirname "$0")/one_number_check.py" "$out/slowed" || fail "slowed run: a gated row shows two numbers"
+rc=0
+"$cvs" compare "$out/calibrated/results.json" "$out/slowed/results.json" >"$out/compare.txt" 2>&1 || rc=$?
+cat "$out/compare.txt"
+[[ $rc -eq 1 ]] || fail "cvs compare calibrated slowed: exit $rc, expected 1 (a regression)"
+"$cvs" compare "$out/calibrated/results.json" "$out/slowed/results.json" --json >"$out/compare.json" || true
+python3 - "$out/compare.json" "$out/compare.txt" <<'PY' || fail "cvs compare: the tokens/s regression is not printed with both intervals"
+import json, sys
+c, text = json.load(open(sys.argv[1])), open(sys.argv[2]).read()
+rows = [d for d in c["deltas"] if d["metric"] == "training.tokens_per_sec_per_gpu"]
+assert rows and all(d["regression"] for d in rows), rows
+for d in rows:
+    line = next(l for l in text.splitlines() if l.startswith(d["sweep"]) and "tokens_per_sec_per_gpu" in l)
+    assert "REGRESSION" in line, line
+    if "new_interval" in d:  # the slowed run had an interval: both printed, apart
+        assert " -> [" in line and "within noise" not in line, line
+PY
 
 # 4. --strict-provenance refuses the pinned run at setup; --thresholds picks another file.
 rc=0

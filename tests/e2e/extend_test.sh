@@ -2,8 +2,8 @@
 # statistics.on_inconclusive: extend on real MaxText, with gates that hold on any machine:
 #   1. a speed-only sweep (steps 1000, cap 2000) whose gate is decisive at once stops early, through
 #      the stop path, and says how many steps it saved;
-#   2. a sweep with loss gates and no look before its cap runs to the cap (60 steps for 30
-#      configured), and its loss gates still hold on its first 30 steps (the learning-rate
+#   2. a sweep with loss gates and no look before its cap runs to the cap (200 steps for 100
+#      configured), and its loss gates still hold on its first 100 steps (the learning-rate
 #      schedule is pinned to them).
 #   3. a 3-step run has no interval to decide on: INCONCLUSIVE, which fails the test (JUnit
 #      <failure>, exit 1) with on_inconclusive fail and passes, reported, with pass.
@@ -31,10 +31,11 @@ early["threshold_json"] = "early_threshold.json"
 json.dump(early, open(f"{out}/early.json", "w"), indent=1)
 json.dump({"BS=2,PRECISION=BF16,SL=128": {"training.tokens_per_sec_per_gpu": {"kind": "min_tok_s", "value": 1.0}}},
           open(f"{out}/early_threshold.json", "w"))
-# 2: the shipped loss gates plus a speed gate; the first look (2 x 40 steady steps) lies past the cap.
+# 2: the shipped loss gates plus a speed gate; the first look (2 x 120 steady steps) lies past the cap.
 capped = json.loads(json.dumps(c))
-capped["statistics"]["extend_max_steps"] = 60
-capped["statistics"]["min_steady_steps"] = 40
+assert capped["train_params"]["maxtext_config"]["steps"] == 100
+capped["statistics"]["extend_max_steps"] = 200
+capped["statistics"]["min_steady_steps"] = 120
 capped["threshold_json"] = "capped_threshold.json"
 json.dump(capped, open(f"{out}/capped.json", "w"), indent=1)
 cell = json.load(open(base.replace("configs/", "thresholds/").replace(".json", "_threshold.json")))["BS=2,PRECISION=BF16,SL=128"]
@@ -77,12 +78,12 @@ r = json.load(open(sys.argv[1]))
 s = r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]
 x = s["early_stop"]
 assert r["status"] == "PASS", r["status"]
-assert x["stopped_early"] is False and x["steps_run"] == 60 and x["steps_saved"] == -30, x
+assert x["stopped_early"] is False and x["steps_run"] == 200 and x["steps_saved"] == -100, x
 ev = {v["metric"]: v for v in s["evaluations"]}
 for m in ("training.final_loss", "training.initial_loss", "training.loss_decreased"):
     assert ev[m]["outcome"] == "PASS", ev[m]
-assert s["loss_curve"][-1][0] == 29, s["loss_curve"][-1]
-print("ran to the cap (60 of 30 steps); loss gates on the first 30 steps:", ev["training.final_loss"]["message"])
+assert s["loss_curve"][-1][0] == 99, s["loss_curve"][-1]
+print("ran to the cap (200 of 100 steps); loss gates on the first 100 steps:", ev["training.final_loss"]["message"])
 PY
 rc=0
 "$suite" --config "$out/short_fail.json" --output "$out/short_fail" --quiet --poll-interval-s 1 \

@@ -66,24 +66,84 @@ TEST(Calibration, GatesFollowTheRuleAndKeepTheBaseFilesOtherGates) {
   ASSERT_NE(back.cell(kSweep), nullptr);
 }
 
-TEST(Calibration, NoisyRepeatsWidenTheSlackUpToItsCeiling) {
-  // One slow repeat: the gate stays below it (every known-good repeat passes).
-  auto f =
-      cvs::build_calibration({repeat(1000, 50), repeat(1000, 50), repeat(650, 50)}, std::nullopt, {}, "d");
-  EXPECT_LT(f[kSweep]["training.tokens_per_sec_per_gpu"]["value"].get<double>(), 600.0);
-  // Wild repeats: never looser than half the centre (a 2x slower run always fails).
-  f = cvs::build_calibration({repeat(1000, 400), repeat(300, 200), repeat(1500, 400)}, std::nullopt, {}, "d");
-  EXPECT_NEAR(f[kSweep]["training.tokens_per_sec_per_gpu"]["value"].get<double>(), 500.0, 1e-6);
+namespace {
+
+double tok_gate(const std::vector<cvs::Results>& r, cvs::CalibrationRule rule = {}) {
+  return cvs::build_calibration(r, std::nullopt, rule,
+                                "d")[kSweep]["training.tokens_per_sec_per_gpu"]["value"]
+      .get<double>();
 }
 
-TEST(Calibration, ARepeatThatDidNotCompleteIsRefused) {
+std::string refusal(const std::vector<cvs::Results>& r, cvs::CalibrationRule rule = {}) {
   try {
-    cvs::build_calibration({repeat(1000, 20), repeat(1000, 20, "FAILED")}, std::nullopt, {}, "d");
-    FAIL() << "no error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("repeat 2"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("known-good"), std::string::npos) << e.what();
+    cvs::build_calibration(r, std::nullopt, rule, "d");
+  } catch (const cvs::CalibrationRefused& e) {
+    return e.what();
   }
+  return "";
+}
+
+}  // namespace
+
+// Each branch of the slack rule, with the answer worked by hand (k = 3, min slack 15 %).
+TEST(Calibration, KnownAnswersForEachBranchOfTheSlackRule) {
+  // The floor: centre 1000, spread 1.4826 x 10, h 10: noise 1 + (44.478 + 10) / 1000 = 1.054478,
+  // worst 1.05 x 1000 / 980 = 1.071429: both under 1.15.
+  EXPECT_NEAR(tok_gate({repeat(990, 10), repeat(1000, 10), repeat(1010, 10)}), 1000 / 1.15, 1e-9);
+  // The spread: centre 1000, spread 1.4826 x 80 = 118.608, h 20: 1 + (355.824 + 20) / 1000 = 1.375824;
+  // worst 1.05 x 1000 / 900 = 1.166667.
+  EXPECT_NEAR(tok_gate({repeat(920, 20), repeat(1000, 20), repeat(1080, 20)}), 1000 / 1.375824, 1e-9);
+  // The worst repeat: centre 1000, spread 0, h 60 (median of 60, 60, 200): noise 1.06;
+  // worst 1.05 x 1000 / (1000 - 200) = 1.3125.
+  EXPECT_NEAR(tok_gate({repeat(1000, 60), repeat(1000, 60), repeat(1000, 200)}), 1000 / 1.3125, 1e-9);
+  // The same for a max gate (step time): centre 1000 ms, worst 1.05 x (1e6 / 800) / 1000 = 1.3125.
+  const auto f =
+      cvs::build_calibration({repeat(1000, 60), repeat(1000, 60), repeat(1000, 200)}, std::nullopt, {}, "d");
+  EXPECT_NEAR(f[kSweep]["training.step_time_mean_ms"]["value"].get<double>(), 1000 * 1.3125, 1e-9);
+}
+
+TEST(Calibration, ANoisierRepeatNeverTightensAGate) {
+  // The case: the third repeat's lower bound at +1, then -1 (refused, not a tighter gate), then 900.
+  const double wide = tok_gate({repeat(1000, 30), repeat(1000, 30), repeat(1000, 60)});
+  for (double hw : {60.0, 90.0, 150.0, 240.0, 300.0, 400.0}) {
+    const auto r = std::vector<cvs::Results>{repeat(1000, 30), repeat(1000, 30), repeat(1000, hw)};
+    if (const auto why = refusal(r); !why.empty()) {
+      EXPECT_GE(hw, 240.0) << why;
+      continue;
+    }
+    const double g = tok_gate(r);
+    EXPECT_LE(g, wide + 1e-9) << "half-width " << hw;
+    EXPECT_LE(g, (1000 - hw) / 1.05 + 1e-9) << "the repeat clears its gate with its whole interval";
+  }
+}
+
+TEST(Calibration, RefusesWhatItCannotGateHonestly) {
+  // An interval that reaches 0, one wider than half its estimate: refused, naming metric and repeat.
+  auto why = refusal({repeat(1000, 20), repeat(1000, 20), repeat(300, 301)});
+  EXPECT_NE(why.find("tokens_per_sec_per_gpu: repeat 3"), std::string::npos) << why;
+  EXPECT_NE(why.find("reaches 0"), std::string::npos) << why;
+  why = refusal({repeat(1000, 20), repeat(1000, 20), repeat(1000, 260)});
+  EXPECT_NE(why.find("spans 52.0 %"), std::string::npos) << why;
+  EXPECT_NE(why.find("steady steps"), std::string::npos) << why;
+  // A slack over the ceiling: the repeats disagree by more than 2x.
+  why = refusal({repeat(1000, 20), repeat(450, 20), repeat(1000, 20)});
+  EXPECT_NE(why.find("over the ceiling of 2x"), std::string::npos) << why;
+  // A repeat without the interval while the others have it.
+  auto no_interval = repeat(1000, 20);
+  no_interval.sweeps[0].second.steady_state->intervals.clear();
+  no_interval.sweeps[0].second.steady_state->why = "24 steady-state steps: too few for an interval";
+  why = refusal({repeat(1000, 20), no_interval, repeat(1000, 20)});
+  EXPECT_NE(why.find("repeat 2: 24 steady-state steps: too few"), std::string::npos) << why;
+}
+
+TEST(Calibration, AMetricNoRepeatCanGateIsNamedNotDropped) {
+  std::vector<cvs::Results> r = {repeat(1000, 20), repeat(1000, 20), repeat(1000, 20)};
+  const auto f = cvs::build_calibration(r, std::nullopt, {}, "d");
+  const auto& nc = f["_calibration"]["not_calibrated"];
+  ASSERT_TRUE(nc.contains(std::string(kSweep) + " tflops_per_sec_per_gpu")) << nc.dump();
+  EXPECT_NE(nc[std::string(kSweep) + " tflops_per_sec_per_gpu"].get<std::string>().find("repeat 1"),
+            std::string::npos);
+  EXPECT_FALSE(f[kSweep].contains("training.tflops_per_sec_per_gpu"));
 }
 
 TEST(Calibration, DefaultFileIsOutsideTheCheckoutAndNamedByConfigAndCluster) {

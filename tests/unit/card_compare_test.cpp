@@ -165,6 +165,62 @@ TEST(Compare, WorseBeyondToleranceIsARegressionInEitherDirection) {
                    .any_regression());
 }
 
+namespace {
+
+// A session whose sweeps decided tokens/s on the interval [lo, hi] around est (point figure 1).
+nlohmann::ordered_json with_interval(double est, double lo, double hi) {
+  auto r = results();
+  for (auto& [key, sw] : r["sweeps"].items()) {
+    sw["metrics"]["tokens_per_sec_per_gpu"] = 1.0;  // the point figure: never what is compared
+    sw["steady_state"] = {
+        {"found", true},
+        {"rule", "x"},
+        {"confidence", 0.95},
+        {"first_step", 5},
+        {"steps", 95},
+        {"intervals", {{"tokens_per_sec_per_gpu", {{"estimate", est}, {"lo", lo}, {"hi", hi}}}}}};
+  }
+  return r;
+}
+
+}  // namespace
+
+// Estimates with their intervals: an overlap is within noise, whatever the delta; intervals that
+// separate are a regression when worse beyond the tolerance, both intervals printed.
+TEST(Compare, IntervalsThatOverlapAreWithinNoiseAndSeparatedOnesARegression) {
+  const auto a = cvs::results_from_json(with_interval(10000, 9000, 11000));
+  const auto b = cvs::results_from_json(with_interval(9300, 8500, 10100));  // -7 %, overlapping
+  auto c = cvs::compare_results(a, b, 5.0);
+  EXPECT_FALSE(c.any_regression());
+  bool seen = false;
+  for (const auto& d : c.deltas)
+    if (d.metric == "tokens_per_sec_per_gpu") {
+      seen = true;
+      EXPECT_TRUE(d.within_noise);
+      EXPECT_DOUBLE_EQ(d.old_value, 10000) << "the estimates, not the point figures";
+      EXPECT_NEAR(d.delta_pct, -7.0, 1e-9);
+    }
+  EXPECT_TRUE(seen);
+  const auto slow = cvs::results_from_json(with_interval(3300, 3100, 3500));
+  c = cvs::compare_results(a, slow, 5.0);
+  EXPECT_TRUE(c.any_regression());
+  auto dir = fs::temp_directory_path() / ("cvs_cmp_iv_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "a.json") << with_interval(10000, 9000, 11000).dump();
+  std::ofstream(dir / "b.json") << with_interval(9300, 8500, 10100).dump();
+  std::ofstream(dir / "slow.json") << with_interval(3300, 3100, 3500).dump();
+  const std::string cvs = CVS_BINARY;
+  auto p =
+      cvs::test::run_command(cvs + " compare " + (dir / "a.json").string() + " " + (dir / "b.json").string());
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("[9000, 11000] -> [8500, 10100]: within noise"), std::string::npos) << p.out;
+  p = cvs::test::run_command(cvs + " compare " + (dir / "a.json").string() + " " +
+                             (dir / "slow.json").string());
+  EXPECT_EQ(p.exit_code, 1) << p.out;
+  EXPECT_NE(p.out.find("REGRESSION [9000, 11000] -> [3100, 3500]"), std::string::npos) << p.out;
+  fs::remove_all(dir);
+}
+
 TEST(Compare, CliExitsNonZeroOnRegression) {
   auto dir = fs::temp_directory_path() / ("cvs_cmp_" + std::to_string(::getpid()));
   fs::create_directories(dir);

@@ -54,6 +54,101 @@ TEST(Cli, MetricsOfANanRunExits1) {
   EXPECT_NE(p.out.find("\"aborted_on\": \"NaN loss\""), std::string::npos) << p.out;
 }
 
+// The steady state a suite would decide on, at --confidence; a non-finite rate fails as the suite
+// fails it, naming the line.
+TEST(Cli, MetricsPrintsTheSteadyStateAndFailsANonFiniteRateWithItsLine) {
+  const auto log = cvs::test::data("logs/cpu_bs4_30steps.log").string();
+  auto p = run_command(std::string(CVS_BINARY) + " metrics " + log + " --confidence 0.9");
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  auto j = nlohmann::json::parse(p.out);
+  const auto& st = j["steady_state"];
+  EXPECT_EQ(st["confidence"].get<double>(), 0.9);
+  EXPECT_EQ(st["source"], "tokens_rate");
+  EXPECT_TRUE(st["found"].get<bool>());
+  EXPECT_GE(st["first_step"].get<long long>(), 2);
+  EXPECT_LE(st["tokens_per_step"][0].get<double>(), 512.0);
+  EXPECT_GE(st["tokens_per_step"][1].get<double>(), 512.0);
+  EXPECT_TRUE(st.contains("why") || !st["intervals"].empty()) << st.dump();
+  // One step's TFLOP/s/device printed as nan: exit 1, the line named.
+  const auto dir = std::filesystem::temp_directory_path() / ("cvs_nan_rate_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string text = cvs::test::read_file(log);
+  const auto at = text.find("TFLOP/s/device: ", text.find("completed step: 12,"));
+  text.replace(at + 16, 5, "nan");
+  std::size_t line =
+      1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+  std::ofstream(dir / "nan.log") << text;
+  p = run_command(std::string(CVS_BINARY) + " metrics " + (dir / "nan.log").string());
+  EXPECT_EQ(p.exit_code, 1) << p.out;
+  EXPECT_NE(p.out.find("nan.log:" + std::to_string(line) + ": non-finite TFLOP/s/device (nan) at step 12"),
+            std::string::npos)
+      << p.out;
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// A session of the shipped CPU config (its sha256) whose two sweeps have the given intervals.
+nlohmann::ordered_json session_of(double tok, double tok_hw) {
+  auto r = nlohmann::ordered_json::parse(
+      cvs::test::read_file(cvs::test::data("results/cpu_single_results_current.json")));
+  r["config"]["sha256"] =
+      cvs::load_config(std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json").sha256;
+  for (auto& [key, sw] : r["sweeps"].items()) {
+    sw["steady_state"]["intervals"] = {
+        {"tokens_per_sec_per_gpu", {{"estimate", tok}, {"lo", tok - tok_hw}, {"hi", tok + tok_hw}}},
+        {"step_time_mean_ms",
+         {{"estimate", 1e6 / tok}, {"lo", 1e6 / (tok + tok_hw)}, {"hi", 1e6 / (tok - tok_hw)}}}};
+    sw["steady_state"]["steps"] = 95;
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST(Cli, CalibrateFromSessionsAlreadyRunRefusesATooWideRepeatAndWritesNothing) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cvs_cal_from_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string config = std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json";
+  std::string files;
+  for (auto [i, hw] : {std::pair{1, 200.0}, std::pair{2, 250.0}, std::pair{3, 300.0}}) {
+    std::ofstream(dir / ("s" + std::to_string(i) + ".json")) << session_of(10000 + 100 * i, hw).dump();
+    files += " " + (dir / ("s" + std::to_string(i) + ".json")).string();
+  }
+  const auto out = dir / "cal.json";
+  auto p = run_command(std::string(CVS_BINARY) + " calibrate --config " + config + " --out " + out.string() +
+                       " --from" + files);
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  auto cal = nlohmann::json::parse(cvs::test::read_file(out));
+  EXPECT_EQ(cal["BS=2,PRECISION=BF16,SL=128"]["training.tokens_per_sec_per_gpu"]["kind"], "min_tok_s");
+  EXPECT_EQ(cal["_calibration"]["repeats"], 3);
+  EXPECT_NE(p.out.find("not calibrated: BS=2,PRECISION=BF16,SL=128 tflops_per_sec_per_gpu"),
+            std::string::npos)
+      << p.out;
+  // A fourth session whose interval spans more than half its estimate: exit 1, the metric named, nothing
+  // written.
+  std::ofstream(dir / "s4.json") << session_of(10000, 2600).dump();
+  const auto out2 = dir / "cal2.json";
+  p = run_command(std::string(CVS_BINARY) + " calibrate --config " + config + " --out " + out2.string() +
+                  " --from" + files + " " + (dir / "s4.json").string());
+  EXPECT_EQ(p.exit_code, 1) << p.out;
+  EXPECT_NE(p.out.find("tokens_per_sec_per_gpu: repeat 4's interval"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("nothing was written"), std::string::npos) << p.out;
+  EXPECT_FALSE(std::filesystem::exists(out2));
+  // Sessions of another config, or too few: bad input.
+  auto other = session_of(10000, 200);
+  other["config"]["sha256"] = "0123";
+  std::ofstream(dir / "other.json") << other.dump();
+  p = run_command(std::string(CVS_BINARY) + " calibrate --config " + config + " --out " + out2.string() +
+                  " --from" + files + " " + (dir / "other.json").string());
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("other.json: /config/sha256 is 0123"), std::string::npos) << p.out;
+  p = run_command(std::string(CVS_BINARY) + " calibrate --config " + config + " --from " +
+                  (dir / "s1.json").string());
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, UnknownCommandExits2) {
   EXPECT_EQ(run_command(std::string(CVS_BINARY) + " frobnicate").exit_code, 2);
 }

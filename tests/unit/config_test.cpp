@@ -263,18 +263,18 @@ TEST(Config, StatisticsBlockDefaultsAndRules) {
   j["statistics"] = {{"confidence", 0.99},
                      {"on_inconclusive", "extend"},
                      {"extend_max_steps", 400},
-                     {"min_steady_steps", 20},
+                     {"min_steady_steps", 30},
                      {"calibration_min_slack_pct", 60.0}};
   c = load_json(j);
   EXPECT_EQ(c.statistics.on_inconclusive, cvs::OnInconclusive::Extend);
   EXPECT_EQ(c.statistics.extend_max_steps, 400);
-  EXPECT_EQ(c.statistics.min_steady_steps, 20);
+  EXPECT_EQ(c.statistics.min_steady_steps, 30);
   j["statistics"] = {
       {"confidence", 1.5}, {"on_inconclusive", "maybe"}, {"min_steady_steps", 2}, {"confidense", 0.9}};
   const auto i = issues_of(j);
   EXPECT_TRUE(has_issue(i, "/statistics/confidence", "outside [0.5, 1)"));
   EXPECT_TRUE(has_issue(i, "/statistics/on_inconclusive", "not fail, pass or extend"));
-  EXPECT_TRUE(has_issue(i, "/statistics/min_steady_steps", ">= 4"));
+  EXPECT_TRUE(has_issue(i, "/statistics/min_steady_steps", ">= 25"));
   EXPECT_TRUE(has_issue(i, "/statistics/confidense", "unknown key"));
 }
 

@@ -206,8 +206,25 @@ TEST(MetricCatalog, IsTheOneListTheRestReads) {
   }
   EXPECT_EQ(m.values.get("final_loss"), m.get(cvs::Metric::FinalLoss));
   EXPECT_FALSE(m.values.get("no_such_metric"));
+  // A long steady run (400 printed steps) has every interval the catalog names, and only those.
+  std::vector<cvs::StepRecord> steps;
+  for (int i = 0; i < 400; ++i) {
+    cvs::StepRecord s;
+    s.step = i;
+    const double t = i == 0 ? 3.0 : 0.1 + 0.001 * ((i * 37) % 11);
+    s.seconds = std::round(t * 1000) / 1000;
+    s.tokens_per_device = std::round(512 / t * 1000) / 1000;
+    s.tflops_per_device = std::round(50 / t * 1000) / 1000;
+    s.loss = 3.0;
+    steps.push_back(s);
+  }
+  cvs::MetricsContext two;  // a distributed run with a baseline: scaling efficiency too
+  two.num_nodes = 2;
+  two.distributed = true;
+  two.scaling_baseline.tokens_per_sec_total = 5000;
+  const auto long_run = cvs::compute_metrics(steps, {}, two);
   std::set<std::string> interval;
-  for (const auto& [name, i] : m.steady.intervals) interval.insert(name);
+  for (const auto& [name, i] : long_run.steady.intervals) interval.insert(name);
   for (const auto& spec : cvs::metric_catalog())
     EXPECT_EQ(spec.interval, interval.count(std::string(spec.name)) == 1) << spec.name;
   EXPECT_EQ(cvs::find_metric("checkpoint_save_seconds")->gated_by, cvs::GatedBy::CheckpointResume);

@@ -1,8 +1,8 @@
-// The steady-state statistics behind interval verdicts, on synthetic series whose answers are
-// known (stationary, warm-up spike, trend, heavy tail, autocorrelated) and on real MaxText logs.
+// The steady-state statistics behind interval verdicts: known answers computed independently
+// (tests/unit/known_answers.py, numpy/scipy), the cases the coverage study cannot name one by one
+// (a quantized series, a short run, rampup, a drift), and real MaxText logs.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <random>
 
@@ -34,167 +34,39 @@ std::vector<double> ar1_series(std::size_t n, double mean, double phi, double sd
   return v;
 }
 
-// Step records with the given step times (s) and a fixed amount of work per step.
-std::vector<cvs::StepRecord> steps_from(const std::vector<double>& secs, double tokens_per_step = 2000) {
+double printed(double v) {
+  return std::round(v * 1000.0) / 1000.0;
+}
+
+// Step records with the given step times (s) and a fixed amount of work per step, at full precision
+// (printed = false) or printed with MaxText's 3 decimals.
+std::vector<cvs::StepRecord> steps_from(const std::vector<double>& secs, double tokens_per_step = 2000,
+                                        bool print = false) {
   std::vector<cvs::StepRecord> s;
   for (std::size_t i = 0; i < secs.size(); ++i) {
     cvs::StepRecord r;
     r.step = static_cast<long long>(i);
-    r.seconds = secs[i];
-    r.tokens_per_device = tokens_per_step / secs[i];
-    r.tflops_per_device = 0.5 / secs[i];
+    const auto p = [&](double v) { return print ? printed(v) : v; };
+    r.seconds = p(secs[i]);
+    r.tokens_per_device = p(tokens_per_step / secs[i]);
+    r.tflops_per_device = p(0.5 / secs[i]);
     r.loss = 5.0 - 0.01 * static_cast<double>(i);
     s.push_back(r);
   }
   return s;
 }
 
-}  // namespace
-
-TEST(StepStats, StationarySeriesHasNoWarmupAndItsIntervalHoldsTheMean) {
-  const auto x = normal_series(400, 100, 5, 1);
-  const auto cut = cvs::mser5_truncation(x);
-  ASSERT_TRUE(cut);
-  // On pure noise MSER may still cut a little (its cost there is lost samples, not bias).
-  EXPECT_LE(*cut, 100u) << "a stationary series loses at most its first quarter";
-  const auto bm = cvs::batch_means(x, 0.95);
-  ASSERT_TRUE(bm);
-  EXPECT_EQ(bm->batches, 20u);
-  EXPECT_LT(bm->ci.lo, 100.0);
-  EXPECT_GT(bm->ci.hi, 100.0);
-  EXPECT_LT(bm->ci.hi - bm->ci.lo, 2.5) << "about 2 x 2.09 x 5 / sqrt(400)";
+// The known-answer series of tests/unit/known_answers.py.
+std::vector<double> known_series() {
+  std::vector<double> x = {400.0, 3.0, 25.0, 14.0};
+  for (int i = 0; i < 40; ++i) x.push_back(10 + 0.05 * ((i * 37) % 17 - 8) + 0.03 * ((i * 11) % 7));
+  return x;
 }
 
-TEST(StepStats, BatchMeansIntervalsCoverTheMeanAtAboutTheirLevel) {
-  int covered = 0;
-  for (unsigned seed = 0; seed < 200; ++seed) {
-    const auto bm = cvs::batch_means(normal_series(100, 50, 4, seed + 100), 0.95);
-    covered += bm->ci.lo <= 50 && 50 <= bm->ci.hi;
-  }
-  EXPECT_GE(covered, 180) << "95 % intervals: about 190 of 200";
-  EXPECT_LE(covered, 199);
+void expect_rel(double got, double want, const char* what) {
+  EXPECT_NEAR(got, want, 1e-9 * std::fabs(want)) << what;
 }
 
-TEST(StepStats, WarmupSpikeIsCutWhereItEnds) {
-  auto x = normal_series(200, 100, 3, 2);
-  for (std::size_t i = 0; i < 12; ++i) x[i] = 1000 - 60.0 * static_cast<double>(i);  // compile + ramp
-  const auto cut = cvs::mser5_truncation(x);
-  ASSERT_TRUE(cut);
-  EXPECT_GE(*cut, 10u);
-  EXPECT_LE(*cut, 20u);
-}
-
-TEST(StepStats, TrendingSeriesGetsIntervalsCoveringTheTrend) {
-  std::vector<double> x;
-  for (int i = 0; i < 100; ++i) x.push_back(100 + 2.0 * i);  // a GPU clocking down, say
-  const auto d = cvs::drift(x);
-  ASSERT_TRUE(d);
-  EXPECT_GT(d->relative, 0.5);
-  EXPECT_NEAR(d->start, 100 + 2.0 * 4.5, 1.0) << "the fitted first batch (10 of 10 steps)";
-  EXPECT_NEAR(d->end, 100 + 2.0 * 94.5, 1.0);
-  const auto s = cvs::steady_state(steps_from(x), 1, 0.95);
-  EXPECT_GE(s.n, 50u) << "MSER truncates in the first half at most";
-  ASSERT_TRUE(s.drift) << "the kept half still drifts";
-  EXPECT_GT(s.drift->relative, cvs::kMaxDrift);
-  EXPECT_NE(s.note.find("drifts"), std::string::npos) << s.note;
-  // The widened intervals reach the trend line's ends (the plain batch-means ones would not).
-  const auto& ms = s.intervals.at("step_time_mean_ms");
-  EXPECT_LE(ms.lo, 1000 * s.drift->start + 1e-6);
-  EXPECT_GE(ms.hi, 1000 * s.drift->end - 1e-6);
-  const auto& tok = s.intervals.at("tokens_per_sec_per_gpu");
-  EXPECT_LE(tok.lo, 2000 / s.drift->end * 1.001);
-  EXPECT_GE(tok.hi, 2000 / s.drift->start * 0.999);
-  // Noise of the same size without a trend is no drift.
-  const auto noise = cvs::drift(normal_series(100, 200, 30, 9));
-  EXPECT_LT(std::fabs(noise->relative), cvs::kMaxDrift);
-  EXPECT_FALSE(cvs::steady_state(steps_from(normal_series(100, 0.2, 0.03, 9)), 1, 0.95).drift);
-}
-
-TEST(StepStats, HeavyTailKeepsTheMedianIntervalTightAndTheMeanIntervalHonest) {
-  auto x = normal_series(400, 100, 2, 3);
-  for (std::size_t i = 7; i < x.size(); i += 20) x[i] = 300;  // 5 % of steps flush a checkpoint
-  const auto p50 = cvs::bootstrap_percentile(x, 50, 0.95);
-  ASSERT_TRUE(p50);
-  EXPECT_LT(p50->lo, 100.4);
-  EXPECT_GT(p50->hi, 99.6);
-  EXPECT_LT(p50->hi - p50->lo, 2.0);
-  const auto bm = cvs::batch_means(x, 0.95);
-  const double mean = 0.95 * 100 + 0.05 * 300;
-  EXPECT_LT(bm->ci.lo, mean);
-  EXPECT_GT(bm->ci.hi, mean);
-  // The same data give the same interval: the bootstrap's seed is fixed.
-  const auto again = cvs::bootstrap_percentile(x, 50, 0.95);
-  EXPECT_EQ(p50->lo, again->lo);
-  EXPECT_EQ(p50->hi, again->hi);
-}
-
-// A million steps cost what 20 000 do (m-out-of-n resamples), and the interval is still the
-// right size: about the full bootstrap's width at n (the normal median's standard error is
-// 1.2533 sd / sqrt(n)), holding the true median.
-TEST(StepStats, PercentileIntervalOfAMillionStepsIsFastAndTheRightSize) {
-  const auto x = normal_series(1000000, 100, 2, 11);
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto p50 = cvs::bootstrap_percentile(x, 50, 0.95);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_TRUE(p50);
-  EXPECT_LT(p50->lo, 100.0);
-  EXPECT_GT(p50->hi, 100.0);
-  const double se = 1.2533 * 2 / std::sqrt(1e6);
-  EXPECT_GT(p50->hi - p50->lo, 2 * 1.96 * se * 0.5);
-  EXPECT_LT(p50->hi - p50->lo, 2 * 1.96 * se * 2.0);
-  // Same cost as a 20 000-step series, measured side by side (no absolute time).
-  const auto y = normal_series(cvs::kBootstrapMaxResample, 100, 2, 12);
-  const auto t1 = std::chrono::steady_clock::now();
-  (void)cvs::bootstrap_percentile(y, 50, 0.95);
-  const double small = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-  EXPECT_LT(secs, small * 3 + 0.5) << "1M: " << secs << " s, 20k: " << small << " s";
-}
-
-TEST(StepStats, AutocorrelationWidensTheIntervalBeyondTheNaiveOne) {
-  const auto x = ar1_series(900, 100, 0.9, 1, 4);
-  EXPECT_NEAR(cvs::lag1_autocorrelation(x), 0.9, 0.06);
-  const auto bm = cvs::batch_means(x, 0.95);
-  ASSERT_TRUE(bm);
-  double m = 0, ss = 0;
-  for (double v : x) m += v;
-  m /= static_cast<double>(x.size());
-  for (double v : x) ss += (v - m) * (v - m);
-  const double naive_half =
-      1.96 * std::sqrt(ss / static_cast<double>(x.size() - 1) / static_cast<double>(x.size()));
-  EXPECT_GT((bm->ci.hi - bm->ci.lo) / 2, 2.5 * naive_half)
-      << "sqrt((1 + phi) / (1 - phi)) = 4.4 in theory; an iid interval would give false verdicts";
-  EXPECT_LT(bm->ci.lo, 100.0);
-  EXPECT_GT(bm->ci.hi, 100.0);
-}
-
-TEST(StepStats, ThroughputIntervalIsWorkOverTimeAndScalesToTheTotal) {
-  auto secs = normal_series(60, 0.5, 0.01, 5);
-  secs[0] = 20;  // compilation
-  const auto s = cvs::steady_state(steps_from(secs), 8, 0.95);
-  ASSERT_TRUE(s.found) << s.why;
-  EXPECT_GE(s.first, 1u);
-  const auto& tok = s.intervals.at("tokens_per_sec_per_gpu");
-  EXPECT_LT(tok.lo, 4000.0);
-  EXPECT_GT(tok.hi, 4000.0);
-  EXPECT_LT(tok.lo, tok.estimate);
-  EXPECT_GT(tok.hi, tok.estimate);
-  const auto& total = s.intervals.at("tokens_per_sec_total");
-  EXPECT_DOUBLE_EQ(total.lo, tok.lo * 8);
-  EXPECT_DOUBLE_EQ(total.hi, tok.hi * 8);
-  const auto& ms = s.intervals.at("step_time_mean_ms");
-  EXPECT_LT(ms.lo, 500.0);
-  EXPECT_GT(ms.hi, 500.0);
-  EXPECT_TRUE(s.intervals.count("step_time_p95_ms"));
-  EXPECT_TRUE(s.intervals.count("tflops_per_sec_per_gpu"));
-}
-
-TEST(StepStats, TooFewStepsGiveNoInterval) {
-  const auto s = cvs::steady_state(steps_from({9.0, 0.5, 0.5, 0.5}), 1, 0.95);
-  EXPECT_FALSE(s.found);
-  EXPECT_TRUE(s.intervals.empty());
-}
-
-namespace {
 cvs::ThresholdSpec gate(const std::string& metric, cvs::ThresholdKind k, double v) {
   cvs::ThresholdSpec s;
   s.metric = metric;
@@ -202,7 +74,211 @@ cvs::ThresholdSpec gate(const std::string& metric, cvs::ThresholdKind k, double 
   s.value = v;
   return s;
 }
+
 }  // namespace
+
+// ---- known answers (tests/unit/known_answers.py) ------------------------------------------
+
+TEST(KnownAnswers, WarmupEndsAfterTheLeadingStepsOutsideTheSteadyBand) {
+  const auto x = known_series();
+  EXPECT_EQ(cvs::warmup_end(x), 4u) << "the compile step, step 1, and the two warm-up steps 25 and 14";
+  std::vector<double> quiet = x;
+  quiet[2] = quiet[3] = 10.0;
+  EXPECT_EQ(cvs::warmup_end(quiet), 2u) << "nothing but the compile cut when the warm-up is over";
+}
+
+TEST(KnownAnswers, MeanIntervalMatchesTheIndependentComputation) {
+  const auto x = known_series();
+  const std::vector<double> w(x.begin() + 4, x.end());
+  const auto mi = cvs::mean_interval(w, 0.95);
+  ASSERT_TRUE(mi.ci) << mi.why;
+  expect_rel(mi.lag1, 0.18139573744094536, "lag1");
+  expect_rel(mi.lag1_upper, 0.47372531269461693, "lag1_upper");
+  expect_rel(mi.tau_upper, 2.800296780831972, "tau_upper");
+  EXPECT_EQ(mi.batches, 6u);
+  EXPECT_EQ(mi.batch_size, 6u);
+  expect_rel(mi.ci->estimate, 10.104444444444445, "estimate");
+  expect_rel(mi.ci->lo, 10.04668087823031, "lo");
+  expect_rel(mi.ci->hi, 10.161795626047715, "hi");
+}
+
+TEST(KnownAnswers, PercentileIntervalIsTheOrderStatisticsAtTheBinomialRanks) {
+  const auto x = known_series();
+  const std::vector<double> w(x.begin() + 4, x.end());
+  const auto p50 = cvs::percentile_interval(w, 50, 0.95, 2.800296780831972);
+  ASSERT_TRUE(p50);
+  expect_rel(p50->estimate, 10.08, "p50");
+  expect_rel(p50->lo, 9.819999999999999, "p50 lo (rank 8)");
+  expect_rel(p50->hi, 10.34, "p50 hi (rank 31)");
+  EXPECT_FALSE(cvs::percentile_interval(w, 95, 0.95, 2.800296780831972))
+      << "the p95 of 40 steps has no upper bound at 95 %";
+}
+
+TEST(KnownAnswers, TokensPerStepIsWhatEveryPrintedStepAllows) {
+  // True 12.4, 12.35, 12.45 ms of 512 tokens, every one printed 0.012 s.
+  const auto k = cvs::work_per_step({0.012, 0.012, 0.012}, {41290.323, 41457.49, 41124.498}, 1e-3, 1e-3);
+  ASSERT_TRUE(k);
+  expect_rel(k->lo, 476.76112924999995, "lo");
+  expect_rel(k->hi, 514.05623125, "hi");
+  EXPECT_FALSE(cvs::work_per_step({0.012, 0.024}, {41290.323, 41290.323}, 1e-3, 1e-3))
+      << "two steps that cannot have done the same work";
+}
+
+// ---- what the study does not name one by one -----------------------------------------------
+
+namespace {
+
+// The case: true steps 12.4 +- 0.08 ms, printed 0.012 almost every time.
+std::vector<double> quantized_run(std::size_t n, unsigned seed) {
+  auto t = normal_series(n, 0.0124, 0.00008, seed);
+  t[0] = 1.9;    // compile
+  t[1] = 0.004;  // MaxText's step 1
+  return t;
+}
+
+}  // namespace
+
+TEST(StepStats, AQuantizedRunGetsAnIntervalHoldingItsTrueMeanAndNoFalsePass) {
+  const auto steps = steps_from(quantized_run(80, 3), 512, true);
+  std::size_t printed_12 = 0;
+  for (const auto& r : steps) printed_12 += *r.seconds == 0.012;
+  ASSERT_GE(printed_12, 60u) << "the seconds say 0.012 nearly always";
+  const auto m = cvs::compute_metrics(steps, {}, {});
+  EXPECT_EQ(m.steady.source, cvs::TimeSource::TokensRate);
+  const auto& ms = m.steady.intervals.at("step_time_mean_ms");
+  EXPECT_LE(ms.lo, 12.4);
+  EXPECT_GE(ms.hi, 12.4);
+  EXPECT_GT(ms.hi - ms.lo, 0.0) << "never a zero-width interval";
+  EXPECT_LT(ms.hi - ms.lo, 0.2) << "the tokens rate and the compile step pin it to a fraction of a ms";
+  std::vector<cvs::ThresholdSpec> cell = {gate("step_time_mean_ms", cvs::ThresholdKind::MaxMs, 12.2)};
+  const auto e = cvs::evaluate_metric("step_time_mean_ms", m, &cell, true);
+  EXPECT_NE(e.outcome, cvs::Outcome::Pass) << e.message;
+  EXPECT_EQ(e.outcome, cvs::Outcome::Fail) << e.message;
+  // Without the tokens rate only the printed seconds speak: the interval keeps half their
+  // resolution on each side, so the gate is INCONCLUSIVE, never PASS.
+  auto bare = steps;
+  for (auto& r : bare) r.tokens_per_device.reset(), r.tflops_per_device.reset();
+  const auto b = cvs::compute_metrics(bare, {}, {});
+  EXPECT_EQ(b.steady.source, cvs::TimeSource::PrintedSeconds);
+  const auto& bm = b.steady.intervals.at("step_time_mean_ms");
+  EXPECT_LE(bm.lo, 12.4);
+  EXPECT_GE(bm.hi, 12.4);
+  EXPECT_EQ(cvs::evaluate_metric("step_time_mean_ms", b, &cell, true).outcome, cvs::Outcome::Inconclusive);
+}
+
+TEST(StepStats, TooFewStepsAreInconclusiveWithTheReasonAndTheStepsNeeded) {
+  auto secs = normal_series(14, 0.5, 0.01, 4);
+  secs[0] = 20;
+  const auto m = cvs::compute_metrics(steps_from(secs), {}, {});
+  EXPECT_TRUE(m.steady.found);
+  EXPECT_TRUE(m.steady.intervals.empty());
+  EXPECT_NE(m.steady.why.find("12 steady-state steps: too few for an interval; run at least 25"),
+            std::string::npos)
+      << m.steady.why;
+  std::vector<cvs::ThresholdSpec> cell = {gate("tokens_per_sec_per_gpu", cvs::ThresholdKind::MinTokS, 1)};
+  const auto e = cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true);
+  EXPECT_EQ(e.outcome, cvs::Outcome::Inconclusive);
+  EXPECT_NE(e.message.find("too few"), std::string::npos) << e.message;
+}
+
+TEST(StepStats, StronglyCorrelatedStepsNameTheStepsTheyWouldNeed) {
+  auto secs = ar1_series(60, 0.5, 0.95, 0.01, 5);
+  secs[0] = 20;
+  const auto s = cvs::steady_state(steps_from(secs), 1, 0.95);
+  EXPECT_TRUE(s.intervals.empty());
+  EXPECT_NE(s.why.find("too few steps for the correlation seen"), std::string::npos) << s.why;
+  EXPECT_GT(s.lag1, 0.6);
+}
+
+TEST(StepStats, TheCompileStepAndRampupStepsAreNeverInTheWindow) {
+  auto secs = normal_series(80, 0.5, 0.01, 6);
+  secs[0] = 0.45;  // a compile step that happens to look ordinary
+  auto steps = steps_from(secs);
+  for (std::size_t i = 0; i < 10; ++i) {  // batch-size rampup: no rates, another batch
+    steps[i].rampup = true;
+    steps[i].tokens_per_device.reset();
+    steps[i].tflops_per_device.reset();
+  }
+  const auto s = cvs::steady_state(steps, 1, 0.95);
+  ASSERT_TRUE(s.found);
+  EXPECT_GE(s.first_step, 12) << "rampup steps 0-9 out, then the compile cut of the first two after them";
+  EXPECT_TRUE(s.intervals.count("tflops_per_sec_per_gpu")) << "TFLOP/s is on every windowed step";
+  EXPECT_FALSE(cvs::is_timed(steps[3]));
+}
+
+TEST(StepStats, ABoundAtOrBelowZeroIsNeverPrinted) {
+  // Step times that swing wildly: the mean's interval would reach below 0.
+  std::vector<double> secs = {5.0, 1.0};
+  for (int i = 0; i < 40; ++i) secs.push_back(i % 8 == 0 ? 4.0 : 0.001 + 0.0001 * i);
+  const auto s = cvs::steady_state(steps_from(secs, 2000, false), 1, 0.95);
+  for (const auto& [name, i] : s.intervals) EXPECT_GT(i.lo, 0) << name;
+}
+
+TEST(StepStats, ADriftingWindowHasNoIntervalAndSaysWhy) {
+  std::vector<double> x = {5.0, 1.0};
+  for (int i = 0; i < 400; ++i) x.push_back(0.1 + 0.0005 * i + 0.01 * ((i * 37) % 11 - 5));  // clocking down
+  const auto s = cvs::steady_state(steps_from(x), 1, 0.95);
+  ASSERT_TRUE(s.drift) << s.why;
+  EXPECT_GT(s.drift->relative, cvs::kMaxDrift);
+  EXPECT_TRUE(s.intervals.empty());
+  EXPECT_NE(s.why.find("drifts +"), std::string::npos) << s.why;
+  EXPECT_NE(s.why.find("no single speed"), std::string::npos) << s.why;
+  // The same noise without the trend: no drift, intervals.
+  std::vector<double> flat = {5.0, 1.0};
+  for (int i = 0; i < 400; ++i) flat.push_back(0.2 + 0.01 * ((i * 37) % 11 - 5));
+  const auto f = cvs::steady_state(steps_from(flat), 1, 0.95);
+  EXPECT_FALSE(f.drift);
+  EXPECT_TRUE(f.intervals.count("tokens_per_sec_per_gpu")) << f.why;
+}
+
+TEST(StepStats, AutocorrelationWidensTheIntervalBeyondTheNaiveOne) {
+  const auto x = ar1_series(900, 100, 0.9, 1, 4);
+  EXPECT_NEAR(cvs::lag1_autocorrelation(x), 0.9, 0.06);
+  const auto mi = cvs::mean_interval(x, 0.95);
+  ASSERT_TRUE(mi.ci) << mi.why;
+  double m = 0, ss = 0;
+  for (double v : x) m += v;
+  m /= static_cast<double>(x.size());
+  for (double v : x) ss += (v - m) * (v - m);
+  const double naive_half =
+      1.96 * std::sqrt(ss / static_cast<double>(x.size() - 1) / static_cast<double>(x.size()));
+  EXPECT_GT((mi.ci->hi - mi.ci->lo) / 2, 2.5 * naive_half)
+      << "sqrt((1 + phi) / (1 - phi)) = 4.4 in theory; an iid interval would give false verdicts";
+  EXPECT_GE(mi.batch_size, 2 * 19u) << "batches of at least 2 tau";
+  EXPECT_LT(mi.ci->lo, 100.0);
+  EXPECT_GT(mi.ci->hi, 100.0);
+}
+
+TEST(StepStats, RealCpuLogsHaveASteadyStateAndIntervalsAroundTheirFigures) {
+  for (const char* log : {"logs/cpu_2proc_rank0.log", "logs/cpu_bs4_30steps.log"}) {
+    cvs::LogScanner sc(cvs::default_error_patterns());
+    sc.feed(cvs::test::read_file(cvs::test::data(log)));
+    sc.finish();
+    const auto m = cvs::compute_metrics(sc.result().steps, {}, {});
+    ASSERT_TRUE(m.steady.found) << log << ": " << m.steady.why;
+    EXPECT_GE(m.steady.first, cvs::kCompileCut) << "step 0 compiles";
+    EXPECT_EQ(m.steady.source, cvs::TimeSource::TokensRate) << log;
+    ASSERT_TRUE(m.steady.tokens_per_step);
+    if (m.steady.intervals.empty()) {
+      EXPECT_FALSE(m.steady.why.empty()) << log;
+      continue;
+    }
+    const auto& tok = m.steady.intervals.at("tokens_per_sec_per_gpu");
+    EXPECT_LE(tok.lo, tok.estimate) << log;
+    EXPECT_GE(tok.hi, tok.estimate) << log;
+    EXPECT_GT(tok.lo, 0) << log;
+  }
+  // The 30-step log's tokens per step: 4 x 128, pinned by its printed seconds and rates.
+  cvs::LogScanner sc(cvs::default_error_patterns());
+  sc.feed(cvs::test::read_file(cvs::test::data("logs/cpu_bs4_30steps.log")));
+  sc.finish();
+  const auto s = cvs::steady_state(sc.result().steps, 1, 0.95);
+  EXPECT_LE(s.tokens_per_step->lo, 512.0);
+  EXPECT_GE(s.tokens_per_step->hi, 512.0);
+  EXPECT_LT(s.tokens_per_step->hi - s.tokens_per_step->lo, 2.0);
+}
+
+// ---- verdicts on intervals ------------------------------------------------------------------
 
 TEST(IntervalVerdict, PassFailAndInconclusiveFollowWhereTheIntervalLies) {
   auto secs = normal_series(100, 0.5, 0.02, 6);
@@ -230,30 +306,30 @@ TEST(IntervalVerdict, PassFailAndInconclusiveFollowWhereTheIntervalLies) {
   EXPECT_EQ(e.outcome, O::Record);
   EXPECT_NE(e.message.find("would be FAIL"), std::string::npos) << e.message;
   // max on step time mirrors min.
-  const auto& p95 = m.steady.intervals.at("step_time_p95_ms");
-  std::vector<cvs::ThresholdSpec> mx = {gate("step_time_p95_ms", K::MaxMs, p95.hi * 1.2)};
-  EXPECT_EQ(cvs::evaluate_metric("step_time_p95_ms", m, &mx, true).outcome, O::Pass);
-  mx[0].value = p95.lo * 0.8;
-  EXPECT_EQ(cvs::evaluate_metric("step_time_p95_ms", m, &mx, true).outcome, O::Fail);
+  const auto& p50 = m.steady.intervals.at("step_time_p50_ms");
+  std::vector<cvs::ThresholdSpec> mx = {gate("step_time_p50_ms", K::MaxMs, p50.hi * 1.2)};
+  EXPECT_EQ(cvs::evaluate_metric("step_time_p50_ms", m, &mx, true).outcome, O::Pass);
+  mx[0].value = p50.lo * 0.8;
+  EXPECT_EQ(cvs::evaluate_metric("step_time_p50_ms", m, &mx, true).outcome, O::Fail);
+  // The p95 of 98 steps has no upper bound at 95 %: its gate says so.
+  std::vector<cvs::ThresholdSpec> p95 = {gate("step_time_p95_ms", K::MaxMs, 1e6)};
+  e = cvs::evaluate_metric("step_time_p95_ms", m, &p95, true);
+  EXPECT_EQ(e.outcome, O::Inconclusive) << e.message;
+  EXPECT_NE(e.message.find("order-statistic interval needs at least"), std::string::npos) << e.message;
 }
 
-TEST(IntervalVerdict, ADriftingRunIsDecidedOnlyWhenTheWholeTrendClearsTheGate) {
-  std::vector<double> x;
-  for (int i = 0; i < 60; ++i) x.push_back(0.2 + 0.01 * i);  // 10000 tok/s falling to 2532
+TEST(IntervalVerdict, ADriftingRunIsInconclusiveWhateverTheGate) {
+  std::vector<double> x = {5.0, 1.0};
+  for (int i = 0; i < 200; ++i)
+    x.push_back(0.2 + 0.002 * i + 0.01 * ((i * 37) % 11 - 5));  // 10000 tok/s falling
   const auto m = cvs::compute_metrics(steps_from(x), {}, {});
-  ASSERT_TRUE(m.steady.drift);
-  // Between the kept window's ends (about 3900 and 2560 tok/s), above its plain interval's top.
-  std::vector<cvs::ThresholdSpec> cell = {gate("tokens_per_sec_per_gpu", cvs::ThresholdKind::Min, 3600)};
-  auto e = cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true);
-  EXPECT_EQ(e.outcome, cvs::Outcome::Inconclusive) << e.message;
-  EXPECT_NE(e.message.find("widened for a drift"), std::string::npos) << e.message;
-  cell[0].value = 1000;  // below the whole trend
-  EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true).outcome, cvs::Outcome::Pass);
-  // Too few steps: no interval, never a PASS.
-  const auto few = cvs::compute_metrics(steps_from({9.0, 0.5, 0.5, 0.5}), {}, {});
-  e = cvs::evaluate_metric("tokens_per_sec_per_gpu", few, &cell, true);
-  EXPECT_EQ(e.outcome, cvs::Outcome::Inconclusive) << e.message;
-  EXPECT_NE(e.message.find("no interval"), std::string::npos) << e.message;
+  ASSERT_TRUE(m.steady.drift) << m.steady.why;
+  for (double bound : {1.0, 1e9}) {  // below the whole trend, above it: no steady speed to hold it to
+    std::vector<cvs::ThresholdSpec> cell = {gate("tokens_per_sec_per_gpu", cvs::ThresholdKind::Min, bound)};
+    const auto e = cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true);
+    EXPECT_EQ(e.outcome, cvs::Outcome::Inconclusive) << e.message;
+    EXPECT_NE(e.message.find("drifts"), std::string::npos) << e.message;
+  }
 }
 
 TEST(IntervalVerdict, SpeedMetricWithoutAGateSaysUncalibrated) {
@@ -270,38 +346,19 @@ TEST(IntervalVerdict, SpeedMetricWithoutAGateSaysUncalibrated) {
   EXPECT_EQ(e.message.find("uncalibrated"), std::string::npos);
 }
 
-TEST(StepStats, RealCpuLogsHaveASteadyStateAndIntervalsAroundTheirFigures) {
-  for (const char* log :
-       {"logs/cpu_tiny_12steps.log", "logs/cpu_2proc_rank0.log", "logs/cpu_bs4_30steps.log"}) {
-    cvs::LogScanner sc(cvs::default_error_patterns());
-    sc.feed(cvs::test::read_file(cvs::test::data(log)));
-    sc.finish();
-    const auto m = cvs::compute_metrics(sc.result().steps, {}, {});
-    ASSERT_TRUE(m.steady.found) << log << ": " << m.steady.why;
-    EXPECT_GE(m.steady.first, 1u) << "step 0 compiles";
-    const auto& tok = m.steady.intervals.at("tokens_per_sec_per_gpu");
-    EXPECT_LE(tok.lo, tok.estimate) << log;
-    EXPECT_GE(tok.hi, tok.estimate) << log;
-    EXPECT_GT(tok.lo, 0) << log;
-    const auto& ms = m.steady.intervals.at("step_time_mean_ms");
-    EXPECT_LE(ms.lo, ms.estimate);
-    EXPECT_GE(ms.hi, ms.estimate);
-  }
-}
-
 // ---- stop early once decisive, extend when not --------------------------------------------
 
 TEST(EarlyStop, LooksDoubleUpToTheCapAndSpendTheErrorOverThem) {
-  auto p = cvs::EarlyStopPlan::make(200, 400, 10, false, 0.95);
-  EXPECT_EQ(p.looks, (std::vector<long long>{20, 40, 80, 160, 320, 400}));
+  auto p = cvs::EarlyStopPlan::make(200, 400, 25, false, 0.95);
+  EXPECT_EQ(p.looks, (std::vector<long long>{50, 100, 200, 400}));
   EXPECT_EQ(p.first_stop, 0);
-  EXPECT_NEAR(p.per_look_confidence, 1 - 0.05 / 6, 1e-12);
+  EXPECT_NEAR(p.per_look_confidence, 1 - 0.05 / 4, 1e-12);
   // Gates beyond speed (loss): no stop before the configured steps, which become a look.
-  p = cvs::EarlyStopPlan::make(30, 120, 10, true, 0.95);
+  p = cvs::EarlyStopPlan::make(30, 120, 25, true, 0.95);
   EXPECT_EQ(p.first_stop, 30);
-  EXPECT_EQ(p.looks, (std::vector<long long>{40, 80, 120}));
+  EXPECT_EQ(p.looks, (std::vector<long long>{50, 100, 120}));
   // A cap below the steps means no extension.
-  EXPECT_EQ(cvs::EarlyStopPlan::make(50, 20, 10, false, 0.95).cap, 50);
+  EXPECT_EQ(cvs::EarlyStopPlan::make(50, 20, 25, false, 0.95).cap, 50);
 }
 
 TEST(EarlyStop, StopsAtTheFirstLookWhereEveryGateIsDecisive) {
@@ -310,24 +367,45 @@ TEST(EarlyStop, StopsAtTheFirstLookWhereEveryGateIsDecisive) {
   const auto all = steps_from(secs);  // 4000 tok/s
   auto prefix = [&](std::size_t n) { return std::vector<cvs::StepRecord>(all.begin(), all.begin() + n); };
   using K = cvs::ThresholdKind;
-  const auto plan = cvs::EarlyStopPlan::make(200, 400, 10, false, 0.95);
-  cvs::EarlyStopper clear(plan, {gate("tokens_per_sec_per_gpu", K::MinTokS, 3000)}, 1);
-  EXPECT_FALSE(clear(prefix(19))) << "before the first look";
+  const auto plan = cvs::EarlyStopPlan::make(200, 400, 25, false, 0.95);
+  cvs::EarlyStopper clear(plan, {gate("tokens_per_sec_per_gpu", K::MinTokS, 3000)}, {});
+  EXPECT_FALSE(clear(prefix(49))) << "before the first look";
   EXPECT_EQ(clear.decided_at(), 0u);
-  EXPECT_TRUE(clear(prefix(20)));
+  EXPECT_TRUE(clear(prefix(50)));
   EXPECT_EQ(clear.looks_taken(), 1);
-  EXPECT_EQ(clear.decided_at(), 20u);
+  EXPECT_EQ(clear.decided_at(), 50u);
   EXPECT_NE(clear.reason().find("tokens_per_sec_per_gpu PASS"), std::string::npos) << clear.reason();
   // A decisive FAIL stops too: the verdict is known.
-  cvs::EarlyStopper fails(plan, {gate("tokens_per_sec_per_gpu", K::MinTokS, 9000)}, 1);
-  EXPECT_TRUE(fails(prefix(25)));
+  cvs::EarlyStopper fails(plan, {gate("tokens_per_sec_per_gpu", K::MinTokS, 9000)}, {});
+  EXPECT_TRUE(fails(prefix(55)));
   EXPECT_NE(fails.reason().find("FAIL"), std::string::npos);
   // A threshold at the true value straddles at every look: the run goes on to the cap.
-  cvs::EarlyStopper straddles(plan, {gate("tokens_per_sec_per_gpu", K::MinTokS, 4000)}, 1);
+  cvs::EarlyStopper straddles(plan, {gate("tokens_per_sec_per_gpu", K::MinTokS, 4000)}, {});
   int stops = 0;
   for (std::size_t n = 10; n <= 400; n += 10) stops += straddles(prefix(n));
   EXPECT_EQ(stops, 0);
-  EXPECT_EQ(straddles.looks_taken(), 5) << "every planned look but the cap, where the run ends by itself";
+  EXPECT_EQ(straddles.looks_taken(), 3) << "every planned look but the cap, where the run ends by itself";
+}
+
+// Scaling efficiency is a speed gate like the others: decided at a look (it needs the run's
+// nodes and baseline, which the stopper's context carries), on its interval.
+TEST(EarlyStop, AScalingEfficiencyGateIsDecidedAtALook) {
+  auto secs = normal_series(200, 0.5, 0.01, 12);
+  secs[0] = 10;
+  const auto all = steps_from(secs);  // 4000 tok/s per device
+  cvs::MetricsContext ctx;
+  ctx.num_nodes = 2;
+  ctx.distributed = true;
+  ctx.scaling_baseline.tokens_per_sec_total = 4000;  // one node's: 2 nodes at 4000 each is 100 %
+  ctx.scaling_baseline.num_nodes = 1;
+  const auto plan = cvs::EarlyStopPlan::make(100, 200, 25, false, 0.95);
+  cvs::EarlyStopper stopper(plan, {gate("scaling_efficiency_pct", cvs::ThresholdKind::Min, 90)}, ctx);
+  EXPECT_TRUE(stopper(std::vector<cvs::StepRecord>(all.begin(), all.begin() + 50)));
+  EXPECT_NE(stopper.reason().find("scaling_efficiency_pct PASS"), std::string::npos) << stopper.reason();
+  const auto m = cvs::compute_metrics(all, {}, ctx);
+  const auto& eff = m.steady.intervals.at("scaling_efficiency_pct");
+  EXPECT_NEAR(eff.estimate, 100.0, 1.0);
+  EXPECT_LT(eff.lo, eff.estimate);
 }
 
 TEST(EarlyStop, OnlySpeedGatesAreDecidedEarly) {

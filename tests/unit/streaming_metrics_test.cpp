@@ -118,75 +118,43 @@ std::vector<cvs::StepRecord> printed_steps(std::size_t n, bool full_precision, u
 
 }  // namespace
 
-namespace {
-
-// The circular block bootstrap written as the plain loop step_stats.hpp describes: one resample
-// at a time, drawn block by block from one generator, one percentile per pass.
-cvs::Interval plain_bootstrap(const std::vector<double>& x, double pct) {
-  const std::size_t n = x.size(), m = std::min(n, cvs::kBootstrapMaxResample);
-  const auto block = static_cast<std::size_t>(std::ceil(std::cbrt(static_cast<double>(n))));
-  std::mt19937_64 rng(cvs::kBootstrapSeed);
-  std::uniform_int_distribution<std::size_t> start(0, n - 1);
-  std::vector<double> stats, sample(m);
-  for (int r = 0; r < cvs::kBootstrapResamples; ++r) {
-    for (std::size_t filled = 0; filled < m;) {
-      const std::size_t s = start(rng);
-      for (std::size_t k = 0; k < block && filled < m; ++k) sample[filled++] = x[(s + k) % n];
-    }
-    stats.push_back(cvs::percentile(sample, pct));
-  }
-  const double estimate = cvs::percentile(x, pct),
-               scale = std::sqrt(static_cast<double>(m) / static_cast<double>(n));
-  const double lo = cvs::percentile(stats, 2.5), hi = cvs::percentile(stats, 97.5);
-  if (m == n) return {estimate, lo, hi};
-  return {estimate, estimate - (estimate - lo) * scale, estimate + (hi - estimate) * scale};
-}
-
-}  // namespace
-
-// The bootstrap as shipped (starts drawn first, resamples on threads, p50 and p95 from one
-// resample) equals the plain loop, bit for bit, below and above the m-out-of-n size.
-TEST(StreamingMetrics, BootstrapEqualsThePlainLoop) {
-  for (std::size_t n : {std::size_t{500}, std::size_t{45000}}) {
-    std::vector<double> x;
-    for (const auto& r : printed_steps(n, false, 4)) x.push_back(*r.seconds * 1e3);
-    for (double pct : {50.0, 95.0}) {
-      const auto got = cvs::bootstrap_percentile(x, pct, 0.95);
-      const auto want = plain_bootstrap(x, pct);
-      ASSERT_TRUE(got);
-      EXPECT_EQ(got->estimate, want.estimate) << n << " p" << pct;
-      EXPECT_EQ(got->lo, want.lo) << n << " p" << pct;
-      EXPECT_EQ(got->hi, want.hi) << n << " p" << pct;
-    }
-  }
-}
-
-// The steady state read from the columns (dense-count bootstrap for 2-byte step times, the general
-// one for doubles) equals the vector statistics on the same window, bit for bit.
+// The steady state read from the columns (seconds per token as the reciprocal of the Tokens/s
+// column, its order statistics by radix selection) equals the vector statistics on the same
+// window, bit for bit; step times are those times the tokens per step the log pins down.
 TEST(StreamingMetrics, ColumnIntervalsEqualTheVectorStatisticsOnTheSameWindow) {
   for (bool full : {false, true})
     for (std::size_t n : {std::size_t{300}, std::size_t{30000}}) {
       const auto steps = printed_steps(n, full, 5);
       const auto s = cvs::steady_state(steps, 8, 0.95);
       ASSERT_TRUE(s.found) << s.why;
-      std::vector<double> ms, secs;
-      for (std::size_t i = s.first; i < steps.size(); ++i) {
-        secs.push_back(*steps[i].seconds);
-        ms.push_back(*steps[i].seconds * 1e3);
+      ASSERT_TRUE(s.tokens_per_step);
+      EXPECT_EQ(s.source, full ? cvs::TimeSource::FullPrecision : cvs::TimeSource::TokensRate);
+      std::vector<double> core;
+      for (const auto& r : steps) core.push_back(1.0 / *r.tokens_per_device);
+      const std::size_t first = cvs::warmup_end(core);
+      const std::vector<double> window(core.begin() + static_cast<long>(first), core.end());
+      const auto mi = cvs::mean_interval(window, 0.95);
+      ASSERT_TRUE(mi.ci) << mi.why;
+      EXPECT_EQ(s.first, first + window.size() - mi.batches * mi.batch_size);
+      const auto& tok = s.intervals.at("tokens_per_sec_per_gpu");
+      EXPECT_EQ(tok.estimate, 1.0 / mi.ci->estimate);
+      EXPECT_EQ(tok.lo, 1.0 / mi.ci->hi) << n << (full ? " doubles" : " counts");
+      EXPECT_EQ(tok.hi, 1.0 / mi.ci->lo);
+      EXPECT_EQ(s.intervals.at("tokens_per_sec_total").lo, tok.lo * 8);
+      const auto& k = *s.tokens_per_step;
+      EXPECT_LE(k.lo, 4096.0);
+      EXPECT_GE(k.hi, 4096.0);
+      EXPECT_EQ(s.intervals.at("step_time_seconds").lo, mi.ci->lo * k.lo);
+      EXPECT_EQ(s.intervals.at("step_time_seconds").hi, mi.ci->hi * k.hi);
+      const std::vector<double> batched(core.begin() + static_cast<long>(s.first), core.end());
+      for (auto [pct, name] : {std::pair{50.0, "step_time_p50_ms"}, std::pair{95.0, "step_time_p95_ms"}}) {
+        const auto p = cvs::percentile_interval(batched, pct, 0.95, mi.tau_upper);
+        ASSERT_TRUE(p) << name;
+        const auto& i = s.intervals.at(name);
+        EXPECT_EQ(i.estimate, p->estimate * k.mid() * 1e3) << name;
+        EXPECT_EQ(i.lo, p->lo * k.lo * 1e3) << name;
+        EXPECT_EQ(i.hi, p->hi * k.hi * 1e3) << name;
       }
-      const auto p50 = cvs::bootstrap_percentile(ms, 50, 0.95), p95 = cvs::bootstrap_percentile(ms, 95, 0.95);
-      ASSERT_TRUE(p50 && p95);
-      const auto& i50 = s.intervals.at("step_time_p50_ms");
-      const auto& i95 = s.intervals.at("step_time_p95_ms");
-      EXPECT_EQ(i50.estimate, p50->estimate);
-      EXPECT_EQ(i50.lo, p50->lo) << n << (full ? " doubles" : " counts");
-      EXPECT_EQ(i50.hi, p50->hi);
-      EXPECT_EQ(i95.lo, p95->lo);
-      EXPECT_EQ(i95.hi, p95->hi);
-      EXPECT_EQ(s.intervals.at("step_time_seconds").lo, cvs::batch_means(secs, 0.95)->ci.lo);
-      std::vector<double> all;
-      for (const auto& r : steps) all.push_back(*r.seconds);
-      EXPECT_EQ(s.first, std::max<std::size_t>(*cvs::mser5_truncation(all), 1));
     }
 }
 

@@ -67,10 +67,29 @@ std::optional<std::vector<Results>> run_repeats(const fs::path& exe, const std::
   return results;
 }
 
+// The sessions --from names: each a results.json of this very config (its effective sha256), each
+// sweep of the config run. BadInput (exit 2) otherwise.
+std::vector<Results> read_sessions(const std::vector<std::string>& files, const SuiteConfig& cfg) {
+  if (files.size() < 3)
+    throw BadInput("cvs calibrate --from: " + std::to_string(files.size()) +
+                   " session(s); the rule's median and MAD need at least 3 (a week of nightly runs is 7)");
+  std::vector<Results> out;
+  for (const auto& f : files) {
+    auto r = read_results(f);  // ConfigError (exit 2) when it is not a results.json
+    if (r.config.sha256 != cfg.sha256)
+      throw BadInput(f + ": /config/sha256 is " + r.config.sha256 + " (" + r.config.file +
+                     "), the config given is " + cfg.sha256 +
+                     ": calibrate from sessions of this config (and cluster overrides)");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
 
-// `cvs calibrate --config FILE [--cluster FILE] [--repeats N] [--out FILE]`: runs the config's
-// sweeps N times and writes a threshold file whose speed gates come from what it measured.
+// `cvs calibrate --config FILE [--cluster FILE] [--repeats N | --from RESULTS.json...] [--out FILE]`:
+// runs the config's sweeps N times (or reads sessions already run) and writes a threshold file
+// whose speed gates come from what was measured.
 int cmd_calibrate(const Args& args) {
   CLI::App app{
       "cvs calibrate: run the config's sweeps N times on a known-good node or cluster and write a "
@@ -80,7 +99,7 @@ int cmd_calibrate(const Args& args) {
   std::string config, cluster, out, work;
   int repeats = 3;
   CalibrationRule rule;
-  std::vector<std::string> suite_args;
+  std::vector<std::string> suite_args, from;
   app.add_option("--config", config, "suite config")->required();
   app.add_option("--cluster", cluster, "cluster file (default: one local node)");
   app.add_option("--repeats", repeats, "how many times to run the sweeps")->check(CLI::Range(1, 100));
@@ -92,6 +111,9 @@ int cmd_calibrate(const Args& args) {
                         ->check(CLI::Range(0.0, 1000.0));
   app.add_option("--max-slack-pct", rule.max_slack_pct, "most slack between the centre and a gate, %")
       ->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--from", from,
+                 "results.json of sessions already run with this config on a known-good node or cluster "
+                 "(at least 3): calibrate on them instead of running repeats");
   app.add_option("--work-dir", work, "where the repeats' reports go (default: cvs-results/calibrate-<time>)");
   app.add_option("suite_args", suite_args, "after --: passed to the suite (e.g. --poll-interval-s 1)");
   std::vector<std::string> rev(args.rbegin(), args.rend());
@@ -112,16 +134,26 @@ int cmd_calibrate(const Args& args) {
   if (!cfg.threshold_path.empty()) base = load_thresholds(cfg.threshold_path);
   const std::string suite = cfg.mode == Mode::Distributed ? "jaxmaxtext_distributed" : "jaxmaxtext_single";
   const fs::path exe = suite_executable(suite);
-  if (!fs::exists(exe)) {
+  if (from.empty() && !fs::exists(exe)) {
     std::cerr << "cvs calibrate: " << exe << " not found; build it with tools/setup\n";
     return kExitUsage;
   }
   const fs::path dest = out.empty() ? default_calibration_file(config, cluster) : fs::path(out);
   const fs::path dir =
       work.empty() ? fs::path("cvs-results") / ("calibrate-" + utc_now("%Y%m%d-%H%M%S")) : fs::path(work);
-  const auto results = run_repeats(exe, config, cluster, dir, repeats, suite_args);
+  const auto results = from.empty() ? run_repeats(exe, config, cluster, dir, repeats, suite_args)
+                                    : std::optional(read_sessions(from, cfg));
   if (!results) return kExitFail;
-  const auto file = build_calibration(*results, base, rule, utc_now("%Y-%m-%d"));
+  ordered_json file;
+  try {
+    file = build_calibration(*results, base, rule, utc_now("%Y-%m-%d"));
+  } catch (const CalibrationRefused& e) {
+    std::cerr << "cvs calibrate: refused: " << e.what() << "; nothing was written\n";
+    return kExitFail;
+  }
+  for (const auto& [metric, why] : file["_calibration"]["not_calibrated"].items())
+    std::cerr << "cvs calibrate: not calibrated: " << metric << ": " << why.get<std::string>()
+              << " (its gate stays as the base file has it)\n";
   fs::create_directories(dest.parent_path().empty() ? fs::path(".") : dest.parent_path());
   if (fs::exists(dest)) {  // never lose an earlier calibration
     const fs::path kept =

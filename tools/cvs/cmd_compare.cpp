@@ -5,6 +5,7 @@
 
 #include "cli_parse.hpp"
 #include "commands.hpp"
+#include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/results/compare.hpp"
 #include "cvs/results/results_file.hpp"
 
@@ -28,11 +29,18 @@ int cmd_compare(const Args& args) {
   if (json) {
     std::cout << to_json(c, tol).dump(2) << "\n";
   } else {
-    std::printf("%-34s %-44s %14s %14s %9s  %s\n", "SWEEP", "METRIC", "OLD", "NEW", "DELTA%", "");
-    for (const auto& d : c.deltas)
-      std::printf("%-34s %-44s %14.6g %14.6g %+9.2f  %s\n", d.sweep.c_str(), ("training." + d.metric).c_str(),
-                  d.old_value, d.new_value, std::isfinite(d.delta_pct) ? d.delta_pct : 0.0,
-                  d.regression ? "REGRESSION" : "");
+    std::printf("%-30s %-40s %14s %14s %9s  %s\n", "SWEEP", "METRIC", "OLD", "NEW", "DELTA%", "");
+    for (const auto& d : c.deltas) {
+      const auto f = [&](double v) { return format_figure(d.metric, v); };
+      std::string verdict = d.regression ? "REGRESSION" : "";
+      if (d.old_interval)
+        verdict += std::string(verdict.empty() ? "" : " ") + "[" + f(d.old_interval->first) + ", " +
+                   f(d.old_interval->second) + "] -> [" + f(d.new_interval->first) + ", " +
+                   f(d.new_interval->second) + "]" + (d.within_noise ? ": within noise" : "");
+      std::printf("%-30s %-40s %14s %14s %+9.2f  %s\n", d.sweep.c_str(), ("training." + d.metric).c_str(),
+                  f(d.old_value).c_str(), f(d.new_value).c_str(),
+                  std::isfinite(d.delta_pct) ? d.delta_pct : 0.0, verdict.c_str());
+    }
     for (const auto& n : c.notes) std::printf("note: %s\n", n.c_str());
     std::printf("%s (tolerance %.3g%%)\n", c.any_regression() ? "REGRESSION" : "no regression", tol);
   }

@@ -10,15 +10,29 @@
 #include "cvs/logs/logscan.hpp"
 #include "cvs/logs/metrics_file.hpp"
 #include "cvs/results/metrics.hpp"
+#include "cvs/results/results_file.hpp"
 
 namespace cvs::cli {
 namespace {
 
+// The first step whose loss or rate is not finite, where it was read.
+struct FirstNonFinite {
+  std::optional<std::pair<StepRecord, NonFinite>> seen;
+  void check(const StepRecord& r) {
+    if (!seen)
+      if (const auto bad = first_nonfinite(r)) seen = std::pair{r, *bad};
+  }
+};
+
 // The first log's records, into the metrics as they are parsed.
 struct ToSeries : RecordSink {
   StepSeries& s;
-  explicit ToSeries(StepSeries& series) : s(series) {}
-  void step(const StepRecord& r) override { s.add(r); }
+  FirstNonFinite& nonfinite;
+  ToSeries(StepSeries& series, FirstNonFinite& nf) : s(series), nonfinite(nf) {}
+  void step(const StepRecord& r) override {
+    nonfinite.check(r);
+    s.add(r);
+  }
   void eval(const EvalRecord& e) override { s.add_eval(e); }
 };
 
@@ -45,7 +59,12 @@ int cmd_metrics(const Args& args) {
   auto* gpn =
       app.add_option("--gpus-per-node", ctx.gpus_per_node, "devices per node")->check(CLI::Range(1, 1 << 20));
   app.add_option("--metrics-file", metrics_file, "MaxText's JSON-lines metrics_file (full precision)");
-  app.add_option("--config", config, "a suite config: its error patterns, loss curve, convergence, baseline");
+  app.add_option(
+      "--config", config,
+      "a suite config: its error patterns, loss curve, convergence, baseline, statistics.confidence");
+  auto* conf =
+      app.add_option("--confidence", ctx.confidence, "level of the steady-state intervals (default 0.95)")
+          ->check(CLI::Range(0.5, 0.9999));
   if (auto rc = parse_cli(app, args)) return *rc;
   if (!config.empty()) {
     auto cfg = load_config(config, {.user = "", .require_threshold_file = false});
@@ -54,6 +73,7 @@ int cmd_metrics(const Args& args) {
     ctx.loss_curve = cfg.loss_curve;
     if (gpn->count() == 0) ctx.gpus_per_node = cfg.gpus_per_node;
     patterns = cfg.error_patterns;
+    if (conf->count() == 0) ctx.confidence = cfg.statistics.confidence;
   }
   ctx.distributed = ctx.num_nodes > 1;
   nlohmann::ordered_json out;
@@ -62,7 +82,8 @@ int cmd_metrics(const Args& args) {
   // The first log's steps stream into the metrics as they are parsed (a multi-GB log in bounded
   // memory); the other logs are read for their error lines only.
   StepSeries series(ctx, false);
-  ToSeries to_series(series);
+  FirstNonFinite nonfinite;
+  ToSeries to_series(series, nonfinite);
   Discard discard;
   std::optional<ScanResult> primary;
   for (const auto& log : logs) {
@@ -81,6 +102,7 @@ int cmd_metrics(const Args& args) {
     const auto rows = parse_metrics_file(*text, metrics_file);
     out["source"] = "metrics_file";
     check_step_series(rows, metrics_file);
+    for (const auto& r : rows) nonfinite.check(r);
     m = compute_metrics(rows, primary->evals, ctx);
     steps = rows.size();
   } else {
@@ -96,12 +118,27 @@ int cmd_metrics(const Args& args) {
   out["metrics"] = metrics;
   out["steps"] = steps;
   out["warmup_steps_dropped"] = m.warmup_dropped;
+  out["steady_state"] = to_json(steady_state_record(m.steady));
   if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;
+  if (nonfinite.seen) {
+    const auto& [r, bad] = *nonfinite.seen;
+    const std::string where =
+        (metrics_file.empty() ? logs.front() : metrics_file) + ":" + std::to_string(r.line_no);
+    out["nonfinite"] = {{"field", bad.field},
+                        {"value", std::to_string(bad.value)},
+                        {"step", r.step},
+                        {"line_no", r.line_no},
+                        {"source", where}};
+    std::cerr << "cvs metrics: " << where << ": non-finite " << bad.field << " (" << bad.value << ") at step "
+              << r.step
+              << ": the step is broken (a timer or a counter went wrong); the run fails as the suite "
+              << "fails it\n";
+  }
   if (primary->abort) out["aborted_on"] = *primary->abort + " loss";
   out["errors"] = errors;
   out["notes"] = m.notes;
   std::cout << out.dump(2) << "\n";
-  const bool failed = !errors.empty() || m.nonfinite_loss || primary->abort.has_value();
+  const bool failed = !errors.empty() || m.nonfinite_loss || nonfinite.seen || primary->abort.has_value();
   return failed ? kExitFail : kExitOk;
 }
 

@@ -1,5 +1,9 @@
 #include "cvs/catalog/metric_catalog.hpp"
 
+#include <cmath>
+
+#include "cvs/base/format.hpp"
+
 namespace cvs {
 
 const std::vector<MetricSpec>& metric_catalog() {
@@ -7,31 +11,33 @@ const std::vector<MetricSpec>& metric_catalog() {
   using G = GatedBy;
   using M = Metric;
   static const std::vector<MetricSpec> v = {
-      {M::TflopsPerSecPerGpu, "tflops_per_sec_per_gpu", "TFLOP/s", B::Higher, G::TestMetric, true, true},
-      {M::TokensPerSecPerGpu, "tokens_per_sec_per_gpu", "tok/s", B::Higher, G::TestMetric, true, true},
-      {M::TokensPerSecTotal, "tokens_per_sec_total", "tok/s", B::Higher, G::TestMetric, true, true},
-      {M::ScalingEfficiencyPct, "scaling_efficiency_pct", "%", B::Higher, G::TestMetric, false, true},
-      {M::StepTimeSeconds, "step_time_seconds", "s", B::Lower, G::TestMetric, true, true},
-      {M::StepTimeMeanMs, "step_time_mean_ms", "ms", B::Lower, G::TestMetric, true, true},
-      {M::StepTimeP50Ms, "step_time_p50_ms", "ms", B::Lower, G::TestMetric, true, true},
-      {M::StepTimeP95Ms, "step_time_p95_ms", "ms", B::Lower, G::TestMetric, true, true},
-      {M::InitialLoss, "initial_loss", "", B::Neither, G::TestMetric, false,
-       false},  // the model's, not the cluster's
-      {M::FinalLoss, "final_loss", "", B::Lower, G::TestMetric, false, false},
-      {M::LossDecreased, "loss_decreased", "", B::Higher, G::TestMetric, false, false},
-      {M::LossCurveSlope, "loss_curve_slope", "/step", B::Lower, G::TestMetric, false, false},
-      {M::EvalLoss, "eval_loss", "", B::Lower, G::TestMetric, false, false},
-      {M::StepsToTarget, "steps_to_target", "steps", B::Lower, G::TestMetric, false, false},
-      {M::TimeToTargetSeconds, "time_to_target_seconds", "s", B::Lower, G::TestMetric, false, false},
+      {M::TflopsPerSecPerGpu, "tflops_per_sec_per_gpu", "TFLOP/s", B::Higher, G::TestMetric, true, true, 3},
+      {M::TokensPerSecPerGpu, "tokens_per_sec_per_gpu", "tok/s", B::Higher, G::TestMetric, true, true, 1},
+      {M::TokensPerSecTotal, "tokens_per_sec_total", "tok/s", B::Higher, G::TestMetric, true, true, 1},
+      {M::ScalingEfficiencyPct, "scaling_efficiency_pct", "%", B::Higher, G::TestMetric, true, true, 2},
+      {M::StepTimeSeconds, "step_time_seconds", "s", B::Lower, G::TestMetric, true, true, 5},
+      {M::StepTimeMeanMs, "step_time_mean_ms", "ms", B::Lower, G::TestMetric, true, true, 3},
+      {M::StepTimeP50Ms, "step_time_p50_ms", "ms", B::Lower, G::TestMetric, true, true, 3},
+      {M::StepTimeP95Ms, "step_time_p95_ms", "ms", B::Lower, G::TestMetric, true, true, 3},
+      {M::InitialLoss, "initial_loss", "", B::Neither, G::TestMetric, false, false,
+       3},  // the model's, not the cluster's
+      {M::FinalLoss, "final_loss", "", B::Lower, G::TestMetric, false, false, 3},
+      {M::LossDecreased, "loss_decreased", "", B::Higher, G::TestMetric, false, false, 0},
+      {M::LossCurveSlope, "loss_curve_slope", "/step", B::Lower, G::TestMetric, false, false, -1},
+      {M::EvalLoss, "eval_loss", "", B::Lower, G::TestMetric, false, false, 3},
+      {M::StepsToTarget, "steps_to_target", "steps", B::Lower, G::TestMetric, false, false, 0},
+      {M::TimeToTargetSeconds, "time_to_target_seconds", "s", B::Lower, G::TestMetric, false, false, 3},
       {M::Last10StepsModelTflopsPerGpuAvg, "last_10_steps_model_tflops_per_gpu_avg", "TFLOP/s", B::Higher,
-       G::TestMetric, false, true},
+       G::TestMetric, false, true, 3},
       {M::Last10StepsStepTimeMsAvg, "last_10_steps_step_time_ms_avg", "ms", B::Lower, G::TestMetric, false,
-       true},
+       true, 3},
       {M::Last10StepsTokensPerSecondPerGpuAvg, "last_10_steps_tokens_per_second_per_gpu_avg", "tok/s",
-       B::Higher, G::TestMetric, false, true},
-      {M::PeakMemoryGb, "peak_memory_gb", "GB", B::Lower, G::TestMetric, false, false},
-      {M::CheckpointSaveSeconds, "checkpoint_save_seconds", "s", B::Lower, G::CheckpointResume, false, false},
-      {M::CheckpointLoadSeconds, "checkpoint_load_seconds", "s", B::Lower, G::CheckpointResume, false, false},
+       B::Higher, G::TestMetric, false, true, 1},
+      {M::PeakMemoryGb, "peak_memory_gb", "GB", B::Lower, G::TestMetric, false, false, 3},
+      {M::CheckpointSaveSeconds, "checkpoint_save_seconds", "s", B::Lower, G::CheckpointResume, false, false,
+       3},
+      {M::CheckpointLoadSeconds, "checkpoint_load_seconds", "s", B::Lower, G::CheckpointResume, false, false,
+       3},
   };
   return v;
 }
@@ -59,6 +65,24 @@ const std::vector<std::string>& tracked_metric_names() {
     return names;
   }();
   return v;
+}
+
+std::string format_figure(Metric m, double v) {
+  const int decimals = spec_of(m).decimals;
+  if (!std::isfinite(v) || decimals < 0) return short_number(v);
+  if (v != 0 && std::fabs(v) < std::pow(10.0, -decimals)) return fmt::format("{:.2g}", v);
+  std::string s = fmt::format("{:.{}f}", v, decimals);
+  if (s.find('.') != std::string::npos) {
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+  }
+  return s == "-0" ? "0" : s;
+}
+
+std::string format_figure(std::string_view metric, double v) {
+  if (metric.substr(0, 9) == "training.") metric.remove_prefix(9);
+  const auto m = metric_from_name(metric);
+  return m ? format_figure(*m, v) : short_number(v);
 }
 
 }  // namespace cvs

@@ -51,6 +51,7 @@ struct MetricSpec {
   GatedBy gated_by;
   bool interval;  // steady_state gives an interval estimate (a speed gate decided on it)
   bool speed;     // throughput or step time: depends on the machine, needs a calibration
+  int decimals;   // the most decimals a figure of it is shown with (-1: 6 significant digits)
 };
 
 // In report order.
@@ -67,5 +68,12 @@ inline std::string_view to_string(Metric m) {
 }
 // The metric of a name; nullopt for a name the catalog does not have.
 std::optional<Metric> metric_from_name(std::string_view name);
+
+// How a figure of a metric prints everywhere (messages, the report, compare, cards): at most the
+// metric's decimals (MaxText prints its figures with 3; a rate of thousands needs 1), trailing
+// zeros dropped; a figure too small for those decimals keeps 2 significant digits; a name the
+// catalog does not have, or a non-finite figure, as short_number prints it.
+std::string format_figure(Metric m, double v);
+std::string format_figure(std::string_view metric, double v);
 
 }  // namespace cvs

@@ -209,7 +209,8 @@ void from_json(JsonReader& r, Statistics& s) {
            "use fail (an INCONCLUSIVE gate fails the test), pass (reported, passes) or extend (run "
            "speed sweeps until decisive, up to extend_max_steps)");
   r.integer("extend_max_steps", s.extend_max_steps, 0);
-  r.integer("min_steady_steps", s.min_steady_steps, 4);
+  r.integer("min_steady_steps", s.min_steady_steps,
+            25);  // no interval below 25 steady steps (step_stats.hpp)
   r.number("calibration_min_slack_pct", s.calibration_min_slack_pct, 0.0);
 }
 

@@ -95,7 +95,7 @@ struct Statistics {
   double confidence = 0.95;  // two-sided, of the steady-state intervals
   OnInconclusive on_inconclusive = OnInconclusive::Fail;
   long long extend_max_steps = 0;   // extend: the step cap; 0 = 4 x the sweep's steps
-  long long min_steady_steps = 10;  // extend: steady-state steps before the first look
+  long long min_steady_steps = 25;  // extend: the first look waits for 2 x this many steps (kMinSteadySteps)
   // cvs calibrate: the least slack between a calibrated centre and its gate (calibration.hpp).
   // GPU nodes vary a few % run to run; a shared CPU machine +-30 %.
   double calibration_min_slack_pct = 15.0;

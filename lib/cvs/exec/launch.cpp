@@ -323,15 +323,10 @@ const std::string& NodeTracker::check_finite(const std::string& node) {
   const auto& steps = scanner->result().steps;
   for (; nan_checked < steps.size() && nan_seen.empty(); ++nan_checked) {
     const auto& st = steps[nan_checked];
-    if (!std::isfinite(st.loss))
-      nan_seen =
-          node + ": non-finite loss (" + std::to_string(st.loss) + ") at step " + std::to_string(st.step);
-    // A NaN/Inf rate is a broken step too (CVS fails it): a timer or a counter went wrong.
-    for (const auto& [name, v] : {std::pair{"TFLOP/s/device", st.tflops_per_device},
-                                  std::pair{"Tokens/s/device", st.tokens_per_device}})
-      if (nan_seen.empty() && v && !std::isfinite(*v))
-        nan_seen = node + ": non-finite " + name + " (" + std::to_string(*v) + ") at step " +
-                   std::to_string(st.step);
+    if (const auto bad = first_nonfinite(st))
+      nan_seen = node + ": non-finite " + bad->field + " (" + std::to_string(bad->value) + ") at step " +
+                 std::to_string(st.step) +
+                 (st.line_no ? " (" + log + " line " + std::to_string(st.line_no) + ")" : "");
   }
   return nan_seen;
 }

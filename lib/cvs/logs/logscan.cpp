@@ -227,7 +227,7 @@ void LogScanner::on_hit_line(const HitLine& h, long long line_no, bool events) {
         result_.errors.push_back({name, std::string(line.substr(0, 1000)), line_no});
         break;
       }
-  if (events && h.event >= 0) on_event(line, static_cast<std::size_t>(h.event), h.event_at);
+  if (events && h.event >= 0) on_event(line, static_cast<std::size_t>(h.event), h.event_at, line_no);
 }
 
 void LogScanner::process(std::string_view chunk, bool events) {
@@ -266,12 +266,18 @@ void LogScanner::process(std::string_view chunk, bool events) {
   result_.lines += count_newlines(base, base + chunk.size());
 }
 
-void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t at) {
+void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t at, long long line_no) {
   if (needle == impl_->p->step_needle) {
-    if (auto r = parse_step_line(line.substr(at))) take_step(*r);
+    if (auto r = parse_step_line(line.substr(at))) {
+      r->line_no = line_no;
+      take_step(*r);
+    }
     return;
   }
-  if (auto ev = parse_maxtext_event(needle, line)) record(*ev);
+  if (auto ev = parse_maxtext_event(needle, line)) {
+    if (ev->step) ev->step->line_no = line_no;
+    record(*ev);
+  }
 }
 
 void LogScanner::take_step(const StepRecord& r) {

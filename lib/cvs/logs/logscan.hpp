@@ -81,7 +81,7 @@ class LogScanner {
   void collect_hits(std::string_view chunk);
   void on_hit_line(const HitLine& h, long long line_no, bool events);
   // A MaxText event line whose needle (maxtext_line_needles()[needle]) matched at `at`.
-  void on_event(std::string_view line, std::size_t needle, std::size_t at);
+  void on_event(std::string_view line, std::size_t needle, std::size_t at, long long line_no);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

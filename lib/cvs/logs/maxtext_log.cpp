@@ -341,4 +341,12 @@ std::optional<LogEvent> parse_maxtext_line(std::string_view line) {
   return std::nullopt;
 }
 
+std::optional<NonFinite> first_nonfinite(const StepRecord& r) {
+  if (!std::isfinite(r.loss)) return NonFinite{"loss", r.loss};
+  for (const auto& [name, v] :
+       {std::pair{"TFLOP/s/device", r.tflops_per_device}, std::pair{"Tokens/s/device", r.tokens_per_device}})
+    if (v && !std::isfinite(*v)) return NonFinite{name, *v};
+  return std::nullopt;
+}
+
 }  // namespace cvs

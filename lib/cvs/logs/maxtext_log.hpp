@@ -28,6 +28,7 @@ struct StepRecord {
   double loss = 0.0;  // may be NaN/inf: a failure signature, never a number that passes
   bool rampup = false;
   bool profiler_boundary = false;
+  long long line_no = 0;  // its line in the log (or metrics_file); 0 when not read from one
 };
 
 struct EvalRecord {
@@ -60,6 +61,15 @@ const std::vector<std::string>& maxtext_line_needles();
 // A step line from its "completed step: " on (the scanner knows where its needle matched): the
 // fixed-order fast path, else the general parser. nullopt when it is not a step line.
 std::optional<StepRecord> parse_step_line(std::string_view from_needle);
+
+// The first figure of a step that is not finite, in the order loss, TFLOP/s/device,
+// Tokens/s/device: a NaN/Inf rate is a broken step (a timer or a counter went wrong) as a NaN
+// loss is. nullopt when every figure the step has is finite.
+struct NonFinite {
+  const char* field;
+  double value;
+};
+std::optional<NonFinite> first_nonfinite(const StepRecord& r);
 
 // Parses a line known to hold maxtext_line_needles()[needle] with that needle's parser only.
 std::optional<LogEvent> parse_maxtext_event(std::size_t needle, std::string_view line);

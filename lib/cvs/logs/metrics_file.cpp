@@ -88,6 +88,7 @@ std::vector<StepRecord> parse_metrics_file(const std::string& text, const std::s
     r.tflops_per_device = number(row, "perf/per_device_tflops_per_sec");
     r.tokens_per_device = number(row, "perf/per_device_tokens_per_sec");
     r.total_weights = number(row, "learning/total_weights");
+    r.line_no = line_no;
     if (!out.empty() && out.back().step == r.step) {
       if (same_loss(out.back().loss, r.loss)) continue;  // the same step from another process
       throw MetricsError(source + ":" + std::to_string(line_no) + ": step " + std::to_string(r.step) +

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "cvs/base/format.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
@@ -43,31 +45,74 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+inline constexpr double kMaxRelativeWidth = 0.5;
+
+std::string pct(double v) {
+  return fmt::format("{:.1f} %", 100 * v);
+}
+
 struct Repeats {
   std::vector<double> estimates, half_widths;
   std::vector<ordered_json> runs;  // [estimate, lo, hi] per repeat
 };
 
-// The metric's steady-state interval in every repeat; nullopt when a repeat lacks it.
+// Why a repeat's sweep has no interval for `metric` (its steady state's own words).
+std::string why_missing(const SweepRecord* sw, const std::string& metric) {
+  if (!sw || !sw->steady_state) return "no steady state recorded";
+  for (const auto& [name, why] : sw->steady_state->missing)
+    if (name == metric) return why;
+  return sw->steady_state->why.empty() ? "no interval recorded" : sw->steady_state->why;
+}
+
+// The metric's steady-state interval in every repeat; nullopt when no repeat has one (the metric
+// is not calibratable); CalibrationRefused when some have it and some do not, or when one reaches
+// 0 or spans half its estimate.
 std::optional<Repeats> collect(const std::vector<Results>& results, const std::string& sweep,
-                               const std::string& metric) {
+                               const std::string& metric, std::string& not_calibrated) {
   Repeats r;
-  for (const auto& res : results) {
-    const SweepRecord* sw = res.sweep(sweep);
-    if (!sw || !sw->steady_state) return std::nullopt;
-    const IntervalRecord* iv = sw->steady_state->interval(metric);
-    if (!iv || std::isnan(iv->estimate) || std::isnan(iv->lo) || std::isnan(iv->hi)) return std::nullopt;
-    const double e = iv->estimate, lo = iv->lo, hi = iv->hi;
-    if (!(e > 0)) return std::nullopt;  // a rate rounded to 0 says nothing
+  std::vector<std::string> missing;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const SweepRecord* sw = results[i].sweep(sweep);
+    const IntervalRecord* iv = sw && sw->steady_state ? sw->steady_state->interval(metric) : nullptr;
+    if (!iv || std::isnan(iv->estimate) || std::isnan(iv->lo) || std::isnan(iv->hi)) {
+      missing.push_back("repeat " + std::to_string(i + 1) + ": " + why_missing(sw, metric));
+      continue;
+    }
+    const std::string name = sweep + " " + metric + ": repeat " + std::to_string(i + 1);
+    const double e = iv->estimate, lo = iv->lo, hi = iv->hi, width = (hi - lo) / e;
+    if (!(lo > 0) || !(e > 0))
+      throw CalibrationRefused(name + "'s interval [" + short_number(lo) + ", " + short_number(hi) +
+                               "] reaches 0: its steps vary too much for a gate; run more steps (or find "
+                               "what disturbs the node)");
+    if (width >= kMaxRelativeWidth) {
+      const double steps = sw->steady_state->steps;
+      const double need =
+          std::ceil(steps * (width / (0.8 * kMaxRelativeWidth)) * (width / (0.8 * kMaxRelativeWidth)));
+      throw CalibrationRefused(
+          name + "'s interval [" + short_number(lo) + ", " + short_number(hi) + "] spans " + pct(width) +
+          " of its estimate " + short_number(e) + " (at most " + pct(kMaxRelativeWidth) +
+          "): too noisy to calibrate on; " +
+          (steps > 0 ? "run about " + short_number(need) + " steady steps instead of " + short_number(steps)
+                     : std::string("run more steady steps")));
+    }
     r.estimates.push_back(e);
     r.half_widths.push_back((hi - lo) / 2);
     r.runs.push_back({e, lo, hi});
   }
+  if (missing.size() == results.size()) {
+    not_calibrated = missing.front();
+    for (std::size_t i = 1; i < missing.size(); ++i) not_calibrated += "; " + missing[i];
+    return std::nullopt;
+  }
+  if (!missing.empty())
+    throw CalibrationRefused(sweep + " " + metric + ": " + missing.front() +
+                             " (the other repeats have one): "
+                             "calibrate on runs with enough steady steps, or more steps per run");
   return r;
 }
 
-ordered_json gate_for(const CalibratedMetric& m, const Repeats& r, const CalibrationRule& rule,
-                      ordered_json& stats) {
+ordered_json gate_for(const CalibratedMetric& m, const std::string& sweep, const Repeats& r,
+                      const CalibrationRule& rule, ordered_json& stats) {
   const double centre = median(r.estimates);
   std::vector<double> dev;
   for (double e : r.estimates) dev.push_back(std::fabs(e - centre));
@@ -79,10 +124,20 @@ ordered_json gate_for(const CalibratedMetric& m, const Repeats& r, const Calibra
   for (const auto& run : r.runs)
     worst = std::max(worst, higher_better ? centre / run[1].get<double>() : run[2].get<double>() / centre);
   const double noise = std::max(1.0 + (rule.k * spread + h) / centre, 1.05 * worst);
-  const double slack = std::clamp(noise, 1.0 + rule.min_slack_pct / 100.0, 1.0 + rule.max_slack_pct / 100.0);
+  const double slack = std::max(noise, 1.0 + rule.min_slack_pct / 100.0);
+  if (slack > 1.0 + rule.max_slack_pct / 100.0 + 1e-12)
+    throw CalibrationRefused(sweep + " " + m.name + ": the repeats need a slack of " + short_number(slack) +
+                             "x (centre " + short_number(centre) + ", spread " + short_number(spread) +
+                             ", median half-width " + short_number(h) + ", worst repeat " +
+                             short_number(worst) +
+                             "x) for every repeat to clear its gate, over the ceiling of " +
+                             short_number(1.0 + rule.max_slack_pct / 100.0) +
+                             "x: too noisy to calibrate; run more steps or repeats, "
+                             "or find what disturbs the node");
   const double value = higher_better ? centre / slack : centre * slack;
-  stats = {{"n", r.estimates.size()}, {"median", centre}, {"mad_sigma", spread}, {"median_half_width", h},
-           {"slack_by_noise", noise}, {"slack", slack},   {"runs", r.runs}};
+  stats = {{"n", r.estimates.size()}, {"median", centre},      {"mad_sigma", spread},
+           {"median_half_width", h},  {"worst_repeat", worst}, {"slack_by_noise", noise},
+           {"slack", slack},          {"runs", r.runs}};
   return {{"kind", to_string(m.kind)}, {"value", value}};
 }
 
@@ -93,11 +148,12 @@ ordered_json build_calibration(const std::vector<Results>& results, const std::o
   if (results.empty()) throw std::runtime_error("no repeats to calibrate on");
   ordered_json out = ordered_json::object();
   ordered_json stats = ordered_json::object();
+  ordered_json not_calibrated = ordered_json::object();
   for (const auto& [sweep, first] : results[0].sweeps) {
     for (std::size_t i = 0; i < results.size(); ++i) {
       const SweepRecord* sw = results[i].sweep(sweep);
       if (!sw || sw->status != SweepStatus::Completed)
-        throw std::runtime_error("repeat " + std::to_string(i + 1) + ": sweep " + sweep +
+        throw CalibrationRefused("repeat " + std::to_string(i + 1) + ": sweep " + sweep +
                                  " did not complete (" + to_string(sw ? sw->status : SweepStatus::NotRun) +
                                  "): calibrate on a known-good node or cluster");
     }
@@ -112,20 +168,25 @@ ordered_json build_calibration(const std::vector<Results>& results, const std::o
           cell["training." + s.metric] = spec;
         }
     for (const auto& m : calibrated_metrics()) {
-      auto r = collect(results, sweep, m.name);
-      if (!r) continue;
+      std::string why;
+      auto r = collect(results, sweep, m.name, why);
+      if (!r) {
+        not_calibrated[sweep + " " + m.name] = why;
+        continue;
+      }
       ordered_json st;
-      cell["training." + std::string(m.name)] = gate_for(m, *r, rule, st);
+      cell["training." + std::string(m.name)] = gate_for(m, sweep, *r, rule, st);
       stats[sweep][m.name] = st;
     }
     out[sweep] = cell;
   }
   ordered_json cal;
-  cal["rule"] =
-      std::string("per sweep and speed metric over the repeats' steady-state estimates: ") +
-      "centre = median, spread = 1.4826 x MAD, h = median interval half-width, " +
-      "slack = max(1 + (k x spread + h) / centre, 1.05 x the worst repeat's interval end / centre) " +
-      "clamped to [1 + min_slack, 1 + max_slack]; min gate = centre / slack, max gate = centre x slack";
+  cal["rule"] = std::string(
+      "per sweep and speed metric over the repeats' steady-state intervals (each present, above 0 "
+      "and narrower than half its estimate): centre = median, spread = 1.4826 x MAD, h = median "
+      "interval half-width, worst = the farthest interval end over the centre, slack = max(1 + (k x "
+      "spread + h) / centre, 1.05 x worst, 1 + min_slack), refused above 1 + max_slack; min gate = "
+      "centre / slack, max gate = centre x slack");
   cal["k"] = rule.k;
   cal["min_slack_pct"] = rule.min_slack_pct;
   cal["max_slack_pct"] = rule.max_slack_pct;
@@ -134,6 +195,7 @@ ordered_json build_calibration(const std::vector<Results>& results, const std::o
   cal["base_threshold_file"] = base ? base->file.string() : std::string();
   cal["provenance"] = results[0].provenance_fields.value_or(ordered_json::object());
   cal["statistics"] = stats;
+  cal["not_calibrated"] = not_calibrated;
   ordered_json file = {{"_comment",
                         "Written by cvs calibrate: speed gates measured on this node or cluster (see "
                         "_calibration), the base threshold file's other gates kept as they were."}};

@@ -1,22 +1,29 @@
 // Calibration: threshold files derived from repeated runs on a known-good node or cluster, where
 // `cvs calibrate` keeps them, and how a run's provenance is held against theirs.
 //
-// The rule (per sweep and speed metric, over the repeats' steady-state estimates):
-//   centre = median, spread = 1.4826 x MAD (robust to one bad repeat),
-//   h      = median half-width of the repeats' own intervals,
-//   slack  = max(1 + (k x spread + h) / centre, 1.05 x centre / the worst repeat's interval end),
-//            clamped to [1 + min_slack, 1 + max_slack]
+// The rule (per sweep and speed metric, over the repeats' steady-state intervals [lo_i, hi_i]
+// around estimates e_i):
+//   every repeat must have the interval, with lo_i > 0 and (hi_i - lo_i) / e_i < 50 %, or the
+//     metric is refused (`cvs calibrate` exits 1 and writes nothing, naming the metric, the repeat,
+//     its spread and the steps that would narrow it); a metric no repeat has an interval for is
+//     named as not calibrated (in the output and in `_calibration`), never dropped silently;
+//   centre = median(e), spread = 1.4826 x MAD(e), h = median half-width,
+//   worst  = max_i centre / lo_i (a min gate) or max_i hi_i / centre (a max gate),
+//   slack  = max(1 + (k x spread + h) / centre, 1.05 x worst, 1 + min_slack),
+//   refused when slack > 1 + max_slack (the repeats are too noisy for a gate every one clears);
 //   min gate (throughput):  value = centre / slack
 //   max gate (step time):   value = centre x slack
-// so every repeat, and a run like them, clears its gate with its whole interval, and a run slower
-// by more than the slack (at most 2x by default) lies on the wrong side. Defaults: k = 3,
-// min_slack from the config (statistics.calibration_min_slack_pct, 15 %; the CPU default's 80 %:
-// a shared 2-core machine swings up to 1.5x between runs), max_slack 100 %.
+// so every repeat clears its gate with its whole interval and 5 % to spare, a noisier repeat (a
+// wider interval: h and worst only grow) never tightens a gate, and a run slower by more than the
+// slack (at most 2x by default) lies on the wrong side. Defaults: k = 3, min_slack from the
+// config (statistics.calibration_min_slack_pct, 15 %; the CPU default's 80 %: a shared 2-core
+// machine swings up to 1.5x between runs), max_slack 100 %.
 #pragma once
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -50,11 +57,19 @@ struct CalibratedMetric {
 };
 const std::vector<CalibratedMetric>& calibrated_metrics();
 
+// Why the repeats cannot be calibrated (a repeat that did not complete a sweep, an interval that
+// is missing, reaches 0 or is too wide, a slack over its ceiling): `cvs calibrate` exits 1 and
+// writes nothing.
+class CalibrationRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A threshold file from the results.json of each repeat: the base file's gates that are not
-// speed metrics (loss, trend, ratios) are kept; every speed metric of calibrated_metrics() that
-// each repeat produced gets a gate by the rule, and `_calibration` holds the rule, the raw
-// statistics per sweep and metric, and the provenance of the first repeat.
-// Throws std::runtime_error when a repeat did not complete a sweep.
+// speed metrics (loss, trend, ratios) are kept; every speed metric of calibrated_metrics() gets a
+// gate by the rule, and `_calibration` holds the rule, the raw statistics per sweep and metric,
+// the metrics it could not calibrate (`not_calibrated`: "<sweep> <metric>" -> why) and the
+// provenance of the first repeat. Throws CalibrationRefused (see the rule).
 nlohmann::ordered_json build_calibration(const std::vector<Results>& results,
                                          const std::optional<ThresholdFile>& base,
                                          const CalibrationRule& rule, const std::string& date);

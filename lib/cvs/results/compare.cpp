@@ -27,9 +27,19 @@ const double* figure(const SweepRecord& s, const std::string& metric) {
   return v && std::isfinite(*v) ? v : nullptr;
 }
 
+// The sweep's steady-state interval of a metric, when it has a finite one.
+const IntervalRecord* interval_of(const SweepRecord& s, const std::string& metric) {
+  const IntervalRecord* i = s.steady_state ? s.steady_state->interval(metric) : nullptr;
+  return i && std::isfinite(i->estimate) && std::isfinite(i->lo) && std::isfinite(i->hi) ? i : nullptr;
+}
+
 MetricDelta delta_of(const std::string& sweep, const std::string& m, double old_value, double new_value,
                      double tol) {
-  MetricDelta d{sweep, m, old_value, new_value, 0, false};
+  MetricDelta d;
+  d.sweep = sweep;
+  d.metric = m;
+  d.old_value = old_value;
+  d.new_value = new_value;
   if (d.old_value != 0)
     d.delta_pct = (d.new_value - d.old_value) / std::fabs(d.old_value) * 100.0;
   else if (d.new_value != 0)
@@ -63,7 +73,18 @@ Comparison compare_results(const Results& o, const Results& n, double tol) {
         c.notes.push_back(key + " training." + m + (ov ? " missing in the new run" : " not in the baseline"));
         continue;
       }
-      if (ov) c.deltas.push_back(delta_of(key, m, *ov, *nv, tol));
+      if (!ov) continue;
+      const IntervalRecord *oi = interval_of(*os, m), *ni = interval_of(ns, m);
+      if (!oi || !ni) {
+        c.deltas.push_back(delta_of(key, m, *ov, *nv, tol));
+        continue;
+      }
+      MetricDelta d = delta_of(key, m, oi->estimate, ni->estimate, tol);
+      d.old_interval = std::pair{oi->lo, oi->hi};
+      d.new_interval = std::pair{ni->lo, ni->hi};
+      d.within_noise = oi->lo <= ni->hi && ni->lo <= oi->hi;
+      if (d.within_noise) d.regression = false;
+      c.deltas.push_back(d);
     }
   }
   for (const auto& [key, os] : o.sweeps)
@@ -76,7 +97,7 @@ nlohmann::ordered_json to_json(const Comparison& c, double tol) {
   j["tolerance_pct"] = tol;
   j["regression"] = c.any_regression();
   auto arr = nlohmann::ordered_json::array();
-  for (const auto& d : c.deltas)
+  for (const auto& d : c.deltas) {
     arr.push_back({{"sweep", d.sweep},
                    {"metric", "training." + d.metric},
                    {"old", d.old_value},
@@ -84,6 +105,14 @@ nlohmann::ordered_json to_json(const Comparison& c, double tol) {
                    {"delta_pct", std::isfinite(d.delta_pct) ? nlohmann::ordered_json(d.delta_pct)
                                                             : nlohmann::ordered_json(nullptr)},
                    {"regression", d.regression}});
+    if (d.old_interval) {
+      arr.back()["old_interval"] =
+          nlohmann::ordered_json::array({d.old_interval->first, d.old_interval->second});
+      arr.back()["new_interval"] =
+          nlohmann::ordered_json::array({d.new_interval->first, d.new_interval->second});
+      arr.back()["within_noise"] = d.within_noise;
+    }
+  }
   j["deltas"] = arr;
   j["notes"] = c.notes;
   return j;

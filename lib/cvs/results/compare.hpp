@@ -1,9 +1,14 @@
 // Run-to-run comparison of two results.json files: per sweep and metric, old, new, delta % and
-// a regression flag when the new value is worse than the old by more than a tolerance.
+// a regression flag. A speed metric both sessions decided on a steady-state interval is compared
+// by its estimates: intervals that overlap are no evidence of a change ("within noise", never a
+// regression); intervals that separate are a regression when the new estimate is worse by more
+// than the tolerance. Every other metric is compared by its value against the tolerance.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cvs/catalog/metric_catalog.hpp"
@@ -22,6 +27,9 @@ struct MetricDelta {
   double new_value = 0;
   double delta_pct = 0;  // (new - old) / |old| * 100; 0 when old is 0 and new is 0
   bool regression = false;
+  // Both sessions' steady-state intervals, when the values are their estimates.
+  std::optional<std::pair<double, double>> old_interval, new_interval;
+  bool within_noise = false;  // the intervals overlap
 };
 
 struct Comparison {

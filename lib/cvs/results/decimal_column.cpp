@@ -42,8 +42,9 @@ void DecimalColumn::store(std::size_t i, std::uint64_t c) {
 void DecimalColumn::widen(int width) {
   const int old = width_;
   for (auto& chunk : chunks_) {
-    std::vector<unsigned char> next(kChunk * static_cast<std::size_t>(width));
-    for (std::size_t k = 0; k < kChunk; ++k) {
+    const std::size_t values = chunk.size() / static_cast<std::size_t>(old);
+    std::vector<unsigned char> next(values * static_cast<std::size_t>(width));
+    for (std::size_t k = 0; k < values; ++k) {
       std::uint64_t c = 0;
       std::memcpy(&c, chunk.data() + k * static_cast<std::size_t>(old), static_cast<std::size_t>(old));
       if (width == kDoubles)
@@ -61,7 +62,13 @@ void DecimalColumn::widen(int width) {
 }
 
 void DecimalColumn::push_back(double v) {
-  if (size_ == chunks_.size() * kChunk) chunks_.emplace_back(kChunk * static_cast<std::size_t>(width_));
+  // The last chunk grows by doubling up to kChunk values (a short series costs what it holds).
+  const std::size_t in_last = size_ & (kChunk - 1), w = static_cast<std::size_t>(width_);
+  if (in_last == 0) {
+    chunks_.emplace_back(256 * w);
+  } else if (chunks_.back().size() == in_last * w) {
+    chunks_.back().resize(std::min(kChunk, 2 * in_last) * w);
+  }
   std::uint64_t c;
   if (!std::isfinite(v)) {
     c = absent();
@@ -79,7 +86,9 @@ void DecimalColumn::push_back(double v) {
 }
 
 std::size_t DecimalColumn::bytes() const {
-  return chunks_.size() * kChunk * static_cast<std::size_t>(width_);
+  std::size_t b = 0;
+  for (const auto& c : chunks_) b += c.size();
+  return b;
 }
 
 // Counts: the count itself. Doubles: the IEEE bits with the sign folded so that unsigned order is

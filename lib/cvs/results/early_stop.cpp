@@ -20,8 +20,10 @@ EarlyStopPlan EarlyStopPlan::make(long long steps, long long cap, long long min_
   return p;
 }
 
-EarlyStopper::EarlyStopper(EarlyStopPlan plan, std::vector<ThresholdSpec> speed_gates, int devices)
-    : plan_(std::move(plan)), gates_(std::move(speed_gates)), devices_(devices) {}
+EarlyStopper::EarlyStopper(EarlyStopPlan plan, std::vector<ThresholdSpec> speed_gates, MetricsContext ctx)
+    : plan_(std::move(plan)), gates_(std::move(speed_gates)), ctx_(std::move(ctx)) {
+  ctx_.confidence = plan_.per_look_confidence;
+}
 
 bool EarlyStopper::operator()(const std::vector<StepRecord>& head) {
   const auto n = static_cast<long long>(head.size());
@@ -29,10 +31,7 @@ bool EarlyStopper::operator()(const std::vector<StepRecord>& head) {
   while (next_look_ < plan_.looks.size() && n >= plan_.looks[next_look_]) ++next_look_;
   if (n >= plan_.cap) return false;  // the run completes by itself
   ++looks_taken_;
-  MetricsContext ctx;
-  ctx.gpus_per_node = devices_;
-  ctx.confidence = plan_.per_look_confidence;
-  const auto m = compute_metrics(head, {}, ctx);
+  const auto m = compute_metrics(head, {}, ctx_);
   std::string decided;
   for (const auto& g : gates_) {
     const auto e = evaluate_metric(g.metric, m, &gates_, true);

@@ -19,6 +19,7 @@
 #include "cvs/config/thresholds.hpp"
 #include "cvs/logs/maxtext_log.hpp"
 #include "cvs/results/evaluation.hpp"
+#include "cvs/results/metrics.hpp"
 
 namespace cvs {
 
@@ -39,7 +40,9 @@ struct EarlyStopPlan {
 // The stateful decision the launcher calls on the head's step records while a run trains.
 class EarlyStopper {
  public:
-  EarlyStopper(EarlyStopPlan plan, std::vector<ThresholdSpec> speed_gates, int devices);
+  // ctx: the run's metrics context (nodes, devices, scaling baseline: every speed gate, scaling
+  // efficiency included, is decided at a look); its confidence is replaced by the plan's per-look one.
+  EarlyStopper(EarlyStopPlan plan, std::vector<ThresholdSpec> speed_gates, MetricsContext ctx);
   // True once every speed gate is decisive at a planned look (at most once per look).
   bool operator()(const std::vector<StepRecord>& head);
   const EarlyStopPlan& plan() const { return plan_; }
@@ -52,7 +55,7 @@ class EarlyStopper {
  private:
   EarlyStopPlan plan_;
   std::vector<ThresholdSpec> gates_;
-  int devices_;
+  MetricsContext ctx_;
   std::size_t next_look_ = 0;
   int looks_taken_ = 0;
   std::size_t decided_at_ = 0;

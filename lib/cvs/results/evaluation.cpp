@@ -3,12 +3,18 @@
 #include <cmath>
 
 #include "cvs/base/format.hpp"
+#include "cvs/catalog/metric_catalog.hpp"
 
 namespace cvs {
 namespace {
 
 std::string fmt(double v) {
   return short_number(v);
+}
+
+// A figure of `metric` as the catalog prints it.
+std::string fig(const std::string& metric, double v) {
+  return format_figure(metric, v);
 }
 
 std::string unit(ThresholdKind k) {
@@ -60,9 +66,9 @@ void decide_on_interval(Evaluation& e, const RunMetrics& run, bool enforce) {
   auto it = run.steady.intervals.find(e.metric);
   if (it == run.steady.intervals.end()) {
     e.outcome = enforce ? Outcome::Inconclusive : Outcome::Record;
-    e.message = fmt(*e.actual) + unit(s.kind) + " against " + to_string(s.kind) + " " + fmt(s.value) +
-                unit(s.kind) + ": no interval to decide on (" +
-                (run.steady.found ? "too few steady-state steps" : run.steady.why) + ")";
+    e.message = fig(e.metric, *e.actual) + unit(s.kind) + " against " + to_string(s.kind) + " " +
+                fig(e.metric, s.value) + unit(s.kind) + ": no interval to decide on (" +
+                run.steady.why_none(e.metric) + ")";
     return;
   }
   const Interval& i = it->second;
@@ -72,18 +78,22 @@ void decide_on_interval(Evaluation& e, const RunMetrics& run, bool enforce) {
     e.margin_pct = (higher_better ? 1 : -1) * (i.estimate - s.value) / std::fabs(s.value) * 100.0;
   }
   const int side = interval_side(i, s);
-  std::string bound = to_string(s.kind) + " " + fmt(s.value) + unit(s.kind);
-  if (s.kind == ThresholdKind::Within) bound = fmt(s.value) + " +/- " + fmt(*s.tolerance_pct) + "%";
-  std::string cmp =
-      fmt(i.estimate) + unit(s.kind) + ", interval [" + fmt(i.lo) + ", " + fmt(i.hi) + "] over " +
-      std::to_string(run.steady.n) + " steady-state steps from step " +
-      std::to_string(run.steady.first_step) +
-      (run.steady.drift ? " (widened for a drift of " + fmt(100 * run.steady.drift->relative) + " %)" : "") +
-      ": " +
-      (side > 0   ? "clears "
-       : side < 0 ? "wholly fails "
-                  : "straddles ") +
-      bound;
+  const auto f = [&](double v) { return fig(e.metric, v); };
+  std::string bound = to_string(s.kind) + " " + f(s.value) + unit(s.kind);
+  if (s.kind == ThresholdKind::Within) bound = f(s.value) + " +/- " + fmt(*s.tolerance_pct) + "%";
+  // The point figure (every step after the first two) is another number for the same metric:
+  // said as such, after the one the verdict used.
+  std::string point;
+  if (run.point_steps && f(*e.actual) != f(i.estimate))
+    point = " (point figure, steps " + std::to_string(run.point_steps->first) + "-" +
+            std::to_string(run.point_steps->second) + ": " + f(*e.actual) + ")";
+  std::string cmp = f(i.estimate) + unit(s.kind) + ", interval [" + f(i.lo) + ", " + f(i.hi) + "] over " +
+                    std::to_string(run.steady.n) + " steady-state steps from step " +
+                    std::to_string(run.steady.first_step) + ": " +
+                    (side > 0   ? "clears "
+                     : side < 0 ? "wholly fails "
+                                : "straddles ") +
+                    bound + point;
   const Outcome o = side > 0 ? Outcome::Pass : (side < 0 ? Outcome::Fail : Outcome::Inconclusive);
   if (!enforce) {
     e.outcome = Outcome::Record;
@@ -104,17 +114,18 @@ void decide_on_point(Evaluation& e, const RunMetrics& run, bool enforce) {
     case ThresholdKind::Min:
     case ThresholdKind::MinTokS:
       ok = a >= s.value;
-      cmp = fmt(a) + unit(s.kind) + (ok ? " >= " : " < ") + fmt(s.value) + unit(s.kind);
+      cmp = fig(e.metric, a) + unit(s.kind) + (ok ? " >= " : " < ") + fig(e.metric, s.value) + unit(s.kind);
       break;
     case ThresholdKind::Max:
     case ThresholdKind::MaxMs:
       ok = a <= s.value;
-      cmp = fmt(a) + unit(s.kind) + (ok ? " <= " : " > ") + fmt(s.value) + unit(s.kind);
+      cmp = fig(e.metric, a) + unit(s.kind) + (ok ? " <= " : " > ") + fig(e.metric, s.value) + unit(s.kind);
       break;
     case ThresholdKind::Within: {
       const double tol = std::fabs(s.value) * *s.tolerance_pct / 100.0;
       ok = std::fabs(a - s.value) <= tol;
-      cmp = fmt(a) + (ok ? " within " : " outside ") + fmt(s.value) + " +/- " + fmt(*s.tolerance_pct) + "%";
+      cmp = fig(e.metric, a) + (ok ? " within " : " outside ") + fig(e.metric, s.value) + " +/- " +
+            fmt(*s.tolerance_pct) + "%";
       break;
     }
     case ThresholdKind::MinRatio: {
@@ -127,18 +138,19 @@ void decide_on_point(Evaluation& e, const RunMetrics& run, bool enforce) {
       }
       const double ratio = a / *ref;
       ok = ratio >= s.value;
-      cmp = fmt(a) + " / " + s.reference + " " + fmt(*ref) + " = " + fmt(ratio) + (ok ? " >= " : " < ") +
-            fmt(s.value);
+      cmp = fig(e.metric, a) + " / " + s.reference + " " + fig(s.reference, *ref) + " = " + fmt(ratio) +
+            (ok ? " >= " : " < ") + fig(e.metric, s.value);
       break;
     }
     case ThresholdKind::Info:
       e.outcome = Outcome::Record;
-      e.message = fmt(a) + " (info: recorded, placeholder " + fmt(s.value) + ")";
+      e.message = fig(e.metric, a) + " (info: recorded, placeholder " + fig(e.metric, s.value) + ")";
       return;
   }
   if (!std::isfinite(a)) {
     ok = false;
-    cmp = "non-finite value " + fmt(a) + " never passes (" + to_string(s.kind) + " " + fmt(s.value) + ")";
+    cmp = "non-finite value " + fig(e.metric, a) + " never passes (" + to_string(s.kind) + " " +
+          fig(e.metric, s.value) + ")";
   }
   if (!enforce) {
     e.outcome = Outcome::Record;
@@ -167,13 +179,13 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
   const double a = *e.actual;
   if (is_speed_metric(metric) && (!e.spec || e.spec->kind == ThresholdKind::Info)) {
     e.outcome = Outcome::Record;
-    e.message = fmt(a) + " (" + kUncalibrated + ")";
+    e.message = fig(metric, a) + " (" + kUncalibrated + ")";
     return e;
   }
   if (!e.spec) {
     e.outcome = Outcome::Record;
-    e.message = fmt(a) + (cell ? " (no threshold for this metric in the cell)"
-                               : " (no threshold cell for this sweep key)");
+    e.message = fig(metric, a) + (cell ? " (no threshold for this metric in the cell)"
+                                       : " (no threshold cell for this sweep key)");
     return e;
   }
   const auto& s = *e.spec;

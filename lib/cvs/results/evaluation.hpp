@@ -16,13 +16,16 @@ namespace cvs {
 // steady state to build one on): the run gives no evidence either way.
 
 struct Evaluation {
-  std::string metric;  // without "training."
-  std::optional<double> actual;
+  std::string metric;                 // without "training."
+  std::optional<double> actual;       // the point figure of the spec's definition (results.json metrics)
   std::optional<ThresholdSpec> spec;  // the cell's spec for this metric, if any
   Outcome outcome = Outcome::Record;
   std::string message;               // one sentence: the comparison and why this outcome
   std::optional<Interval> interval;  // speed metrics: the steady-state interval the verdict used
   std::optional<double> margin_pct;  // (estimate - threshold) / threshold, signed so > 0 is good
+
+  // The figure the verdict was decided on: the interval's estimate when it had one, else the point.
+  std::optional<double> decided() const { return interval ? std::optional(interval->estimate) : actual; }
 };
 
 // Throughput and step-time metrics: they depend on the machine's speed, so only a calibration of

@@ -223,7 +223,11 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
       if (!std::isnan(v) && is_fleet_metric(metric)) n.figures[key + " " + metric] = v;
     if (!sweep.steady_state) continue;
     for (const auto& [metric, iv] : sweep.steady_state->intervals)
-      if (!std::isnan(iv.estimate)) n.steady[key + " " + metric] = iv.estimate;
+      if (!std::isnan(iv.estimate)) {
+        n.steady[key + " " + metric] = iv.estimate;
+        // The figure the node's own verdict used, not the point figure beside it.
+        if (is_fleet_metric(metric)) n.figures[key + " " + metric] = iv.estimate;
+      }
   }
   read_probe(r, n);
   return n;

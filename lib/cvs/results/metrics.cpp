@@ -166,6 +166,8 @@ void StepSeries::add_speed(const StepRecord& r) {
   }
   if (!speed) return;
   const double s = *r.seconds;
+  if (speed_n_ == 0) speed_first_step_ = r.step;
+  speed_last_step_ = r.step;
   ++speed_n_;
   speed_secs_ += s;
   last_secs_.push(s);
@@ -227,6 +229,7 @@ void StepSeries::speed_metrics(RunMetrics& m) {
                       " warm-up steps: throughput and step-time metrics need more steps");
     return;
   }
+  m.point_steps = std::pair{speed_first_step_, speed_last_step_};
   const double mean = speed_secs_ / static_cast<double>(speed_n_);
   set(Metric::StepTimeSeconds, mean);
   set(Metric::StepTimeMeanMs, mean * 1000.0);
@@ -335,6 +338,15 @@ RunMetrics StepSeries::finish() {
   if (evals_ > 0) m.values.set(Metric::EvalLoss, last_eval_loss_);
   convergence_metrics(m);
   m.steady = steady_state(timed_, ctx_.num_nodes * ctx_.gpus_per_node, ctx_.confidence);
+  // Scaling efficiency is the total throughput over a fixed ideal: its interval is that one's.
+  if (const auto eff = m.get(Metric::ScalingEfficiencyPct), total = m.get(Metric::TokensPerSecTotal);
+      eff && total)
+    if (auto it = m.steady.intervals.find("tokens_per_sec_total");
+        it != m.steady.intervals.end() && *total > 0) {
+      const double f = *eff / *total;
+      m.steady.intervals["scaling_efficiency_pct"] = {it->second.estimate * f, it->second.lo * f,
+                                                      it->second.hi * f};
+    }
   if (!m.steady.found) m.notes.push_back(m.steady.why);
   if (!m.steady.note.empty()) m.notes.push_back(m.steady.note);
   return m;

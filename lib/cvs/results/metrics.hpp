@@ -66,6 +66,7 @@ struct RunMetrics {
   bool nonfinite_loss = false;           // a NaN/inf loss was seen
   std::optional<long long> first_nonfinite_step;
   std::size_t warmup_dropped = 0;
+  std::optional<std::pair<long long, long long>> point_steps;  // the steps the point speed figures cover
   SteadyState steady;              // MSER-5 steady state and the speed metrics' intervals (step_stats.hpp)
   std::vector<std::string> notes;  // why a metric is absent, e.g. "target not reached"
 
@@ -133,6 +134,7 @@ class StepSeries {
     Tail<double, 10> last;
   };
   std::size_t speed_n_ = 0, speed_nonfinite_ = 0;
+  long long speed_first_step_ = 0, speed_last_step_ = 0;
   double speed_secs_ = 0;
   Tail<double, 10> last_secs_;
   Rate tflops_, tokens_;

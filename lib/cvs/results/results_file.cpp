@@ -1,5 +1,7 @@
 #include "cvs/results/results_file.hpp"
 
+#include "cvs/results/step_stats.hpp"
+
 #include <cmath>
 #include <fstream>
 
@@ -140,30 +142,13 @@ J run_json(const RunRecord& o) {
   return j;
 }
 
-J steady_json(const SteadyStateRecord& st) {
-  J steady = {{"found", st.found}, {"rule", st.rule}, {"confidence", st.confidence}};
-  if (st.found) {
-    steady["first_step"] = st.first_step;
-    steady["steps"] = st.steps;
-  } else {
-    steady["why"] = st.why;
-  }
-  if (st.drift_pct) steady["drift_pct"] = number_or_null(*st.drift_pct);
-  J ivs = J::object();
-  for (const auto& [name, iv] : st.intervals)
-    ivs[name] = {{"estimate", number_or_null(iv.estimate)},
-                 {"lo", number_or_null(iv.lo)},
-                 {"hi", number_or_null(iv.hi)}};
-  steady["intervals"] = ivs;
-  return steady;
-}
-
 J evaluation_json(const EvaluationRecord& e) {
   J ej = {{"metric", e.metric},
           {"value", number_or_null(e.value)},
           {"outcome", to_string(e.outcome)},
           {"message", e.message}};
   if (e.interval) ej["interval"] = {number_or_null(e.interval->first), number_or_null(e.interval->second)};
+  if (e.point) ej["point"] = number_or_null(*e.point);
   if (e.margin_pct) ej["margin_pct"] = number_or_null(*e.margin_pct);
   if (e.gate) {
     ej["kind"] = e.gate->kind;
@@ -203,7 +188,7 @@ J sweep_json(const SweepRecord& s) {
   sj["metrics_error"] = s.metrics_error;
   if (s.metrics_source) sj["metrics_source"] = *s.metrics_source;
   if (s.warmup_steps_dropped) sj["warmup_steps_dropped"] = *s.warmup_steps_dropped;
-  if (s.steady_state) sj["steady_state"] = steady_json(*s.steady_state);
+  if (s.steady_state) sj["steady_state"] = to_json(*s.steady_state);
   if (s.first_nonfinite_step) sj["first_nonfinite_step"] = *s.first_nonfinite_step;
   J metrics = J::object();
   for (const auto& [name, v] : s.metrics) metrics[name] = number_or_null(v);
@@ -336,6 +321,16 @@ SteadyStateRecord read_steady(const In& in) {
   st.first_step = in.integer<long long>("first_step", -1);
   st.steps = in.integer<std::size_t>("steps");
   st.why = in.str("why");
+  st.source = in.str("source");
+  if (in.has("tokens_per_step")) {
+    const auto& k = in.at("tokens_per_step");
+    if (k.is_array() && k.size() == 2 && k[0].is_number() && k[1].is_number())
+      st.tokens_per_step = std::pair{k[0].get<double>(), k[1].get<double>()};
+  }
+  st.lag1 = in.opt_num("lag1");
+  st.lag1_upper = in.opt_num("lag1_upper");
+  st.batches = in.integer<std::size_t>("batches");
+  st.batch_size = in.integer<std::size_t>("batch_size");
   st.drift_pct = in.opt_num("drift_pct");
   if (in.has("intervals")) {
     const In ivs = in.object("intervals");
@@ -345,6 +340,9 @@ SteadyStateRecord read_steady(const In& in) {
           name, IntervalRecord{iv.num("estimate", NAN), iv.num("lo", NAN), iv.num("hi", NAN)});
     }
   }
+  if (in.has("missing"))
+    for (const auto& [name, v] : in.at("missing").items())
+      if (v.is_string()) st.missing.emplace_back(name, v.get<std::string>());
   return st;
 }
 
@@ -361,6 +359,7 @@ EvaluationRecord read_evaluation(const In& e) {
     r.interval = std::pair{e.number((*iv)[0], e.at_ptr("interval") + "/0"),
                            e.number((*iv)[1], e.at_ptr("interval") + "/1")};
   }
+  r.point = e.opt_num("point");
   r.margin_pct = e.opt_num("margin_pct");
   if (e.has("kind"))
     r.gate = EvaluationRecord::Gate{e.str("kind"), e.num("threshold", NAN), e.opt_num("tolerance_pct"),
@@ -550,8 +549,24 @@ BaselineRecord read_baseline(const In& in) {
     const In d(deltas[i], pointer_join(in.at_ptr("deltas"), i), in.file());
     std::string metric = d.str("metric");
     if (metric.rfind("training.", 0) == 0) metric = metric.substr(9);
-    b.comparison.deltas.push_back({d.str("sweep"), metric, d.num("old", NAN), d.num("new", NAN),
-                                   d.num("delta_pct", NAN), d.boolean("regression")});
+    MetricDelta x{d.str("sweep"),
+                  metric,
+                  d.num("old", NAN),
+                  d.num("new", NAN),
+                  d.num("delta_pct", NAN),
+                  d.boolean("regression"),
+                  {},
+                  {},
+                  false};
+    auto pair_of = [&](const char* key) -> std::optional<std::pair<double, double>> {
+      const J* v = d.find(key);
+      if (!v || !v->is_array() || v->size() != 2) return std::nullopt;
+      return std::pair{d.number((*v)[0], d.at_ptr(key) + "/0"), d.number((*v)[1], d.at_ptr(key) + "/1")};
+    };
+    x.old_interval = pair_of("old_interval");
+    x.new_interval = pair_of("new_interval");
+    x.within_noise = d.has("within_noise") && d.boolean("within_noise");
+    b.comparison.deltas.push_back(x);
   }
   const J& notes = in.array("notes");
   for (const auto& n : notes)
@@ -720,6 +735,67 @@ Results read_results(const std::filesystem::path& file) {
     throw ConfigError(file.string(), "", std::string("is not valid JSON: ") + e.what(), kFix);
   }
   return results_from_json(j, file.string());
+}
+
+SteadyStateRecord steady_state_record(const SteadyState& st) {
+  SteadyStateRecord r;
+  r.found = st.found;
+  r.rule =
+      "window: after the first 2 records and the leading records outside the steady band (median +- 4 robust "
+      "sd of its second half) or a significant slow phase (MSER's cut at 4 standard errors); step times from "
+      "1 / Tokens/s x the tokens per step the log pins down; mean: batch means of >= 2 tau_U steps (tau_U "
+      "from the one-sided 95 % bound of the lag-1 autocorrelation), 5-20 batches, t with b - 1 df, their "
+      "remaining correlation and half the Cornish-Fisher skew shift; percentiles: order statistics at the "
+      "binomial ranks widened by tau_U";
+  r.confidence = st.confidence;
+  r.first_step = st.first_step;
+  r.steps = st.n;
+  r.why = st.why;
+  r.source = to_string(st.source);
+  if (st.tokens_per_step) r.tokens_per_step = std::pair{st.tokens_per_step->lo, st.tokens_per_step->hi};
+  if (st.found) {
+    r.lag1 = st.lag1;
+    r.lag1_upper = st.lag1_upper;
+  }
+  r.batches = st.batches;
+  r.batch_size = st.batch_size;
+  if (st.drift) r.drift_pct = 100 * st.drift->relative;
+  for (const auto& [name, iv] : st.intervals)
+    r.intervals.emplace_back(name, IntervalRecord{iv.estimate, iv.lo, iv.hi});
+  for (const auto& [name, why] : st.missing) r.missing.emplace_back(name, why);
+  return r;
+}
+
+nlohmann::ordered_json to_json(const SteadyStateRecord& st) {
+  J steady = {{"found", st.found}, {"rule", st.rule}, {"confidence", st.confidence}};
+  if (st.found) {
+    steady["first_step"] = st.first_step;
+    steady["steps"] = st.steps;
+  }
+  if (!st.why.empty()) steady["why"] = st.why;
+  if (!st.source.empty()) steady["source"] = st.source;
+  if (st.tokens_per_step)
+    steady["tokens_per_step"] = {number_or_null(st.tokens_per_step->first),
+                                 number_or_null(st.tokens_per_step->second)};
+  if (st.lag1) steady["lag1"] = number_or_null(*st.lag1);
+  if (st.lag1_upper) steady["lag1_upper"] = number_or_null(*st.lag1_upper);
+  if (st.batches) {
+    steady["batches"] = st.batches;
+    steady["batch_size"] = st.batch_size;
+  }
+  if (st.drift_pct) steady["drift_pct"] = number_or_null(*st.drift_pct);
+  J ivs = J::object();
+  for (const auto& [name, iv] : st.intervals)
+    ivs[name] = {{"estimate", number_or_null(iv.estimate)},
+                 {"lo", number_or_null(iv.lo)},
+                 {"hi", number_or_null(iv.hi)}};
+  steady["intervals"] = ivs;
+  if (!st.missing.empty()) {
+    J miss = J::object();
+    for (const auto& [name, why] : st.missing) miss[name] = why;
+    steady["missing"] = miss;
+  }
+  return steady;
 }
 
 }  // namespace cvs

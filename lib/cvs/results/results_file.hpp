@@ -63,24 +63,34 @@ struct IntervalRecord {
   double estimate = 0, lo = 0, hi = 0;
 };
 
-// The steady state the speed gates were decided on.
+// The steady state the speed gates were decided on (step_stats.hpp).
 struct SteadyStateRecord {
   bool found = false;
-  std::string rule = "MSER-5";
-  double confidence = 0.95;
+  std::string rule;           // the procedure, in words
+  double confidence = 0.95;   // the level its intervals were built at (extend: the per-look level)
   long long first_step = -1;  // when found
-  std::size_t steps = 0;      // when found
-  std::string why;            // when not found
+  std::size_t steps = 0;      // when found: the steps the intervals cover
+  std::string why;            // why there are no intervals (empty when there are)
+  std::string source;         // tokens_rate | printed_seconds | full_precision (older files: empty)
+  std::optional<std::pair<double, double>> tokens_per_step;  // tokens_rate: the work per step's range
+  std::optional<double> lag1, lag1_upper;
+  std::size_t batches = 0, batch_size = 0;
   std::optional<double> drift_pct;
   std::vector<std::pair<std::string, IntervalRecord>> intervals;  // metric -> interval, in order
+  std::vector<std::pair<std::string, std::string>> missing;       // metric -> why it has none
 
   const IntervalRecord* interval(const std::string& metric) const;  // nullptr when not estimated
 };
+struct SteadyState;  // step_stats.hpp
+// The record of a run's steady state, at the confidence its intervals were built at.
+SteadyStateRecord steady_state_record(const SteadyState& st);
+nlohmann::ordered_json to_json(const SteadyStateRecord& st);
 
 // One evaluated metric: value, outcome, the interval and margin, and its gate when it had one.
 struct EvaluationRecord {
-  std::string metric;  // with "training."
-  double value = 0;    // NaN: not produced or not finite
+  std::string metric;           // with "training."
+  double value = 0;             // the figure the verdict used (the interval's estimate); NaN: not produced
+  std::optional<double> point;  // the point figure (the sweep's `metrics`), when the verdict used an interval
   Outcome outcome = Outcome::Record;
   std::string message;
   std::optional<std::pair<double, double>> interval;

@@ -3,38 +3,55 @@
 #include "cvs/catalog/metric_catalog.hpp"
 
 #include <algorithm>
+#include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
-#include <cstdio>
-#include <functional>
 #include <limits>
-#include <memory>
-#include <numeric>
-#include <random>
-#include <thread>
 
+#include <fmt/format.h>
 #include "cvs/results/metrics.hpp"
 
 namespace cvs {
 namespace {
 
-// The series the statistics read: a std::vector<double>, or a slice of a DecimalColumn (the
-// steady-state window of a long log, scaled to milliseconds or multiplied by a rate) read in place.
+// A series the statistics read in place: a std::vector<double>, or a window of a DecimalColumn
+// read as it is or as its reciprocal (seconds per token from Tokens/s).
+struct VectorSlice {
+  const std::vector<double>* v;
+  std::size_t from = 0, n = 0;
+  std::size_t size() const { return n; }
+  double operator[](std::size_t i) const { return (*v)[from + i]; }
+  VectorSlice window(std::size_t b, std::size_t len) const { return {v, from + b, len}; }
+  // The values at the given ranks (0-based, ascending order).
+  std::vector<double> order_statistics(const std::vector<std::size_t>& ranks) const {
+    std::vector<double> copy(v->begin() + static_cast<long>(from), v->begin() + static_cast<long>(from + n));
+    std::sort(copy.begin(), copy.end());
+    std::vector<double> out;
+    for (auto r : ranks) out.push_back(copy[r]);
+    return out;
+  }
+};
+
 struct ColumnSlice {
   const DecimalColumn* c;
   std::size_t from = 0, n = 0;
-  double mul = 1.0;  // 1e3: seconds read as milliseconds
+  bool reciprocal = false;
   std::size_t size() const { return n; }
-  double operator[](std::size_t i) const { return (*c)[from + i] * mul; }  // x 1.0 is exact
-};
-
-// Work per step of the slice: rate x seconds, as MaxText's rate times the step's time.
-struct WorkSlice {
-  const DecimalColumn* rate;
-  const DecimalColumn* seconds;
-  std::size_t from = 0, n = 0;
-  std::size_t size() const { return n; }
-  double operator[](std::size_t i) const { return (*rate)[from + i] * (*seconds)[from + i]; }
+  double operator[](std::size_t i) const {
+    const double v = (*c)[from + i];
+    return reciprocal ? 1.0 / v : v;
+  }
+  ColumnSlice window(std::size_t b, std::size_t len) const { return {c, from + b, len, reciprocal}; }
+  std::vector<double> order_statistics(const std::vector<std::size_t>& ranks) const {
+    // The reciprocal's k-th smallest is the column's (n - 1 - k)-th.
+    std::vector<std::size_t> r = ranks;
+    if (reciprocal)
+      for (auto& k : r) k = n - 1 - k;
+    auto v = c->order_statistics({{from, from + n}}, r);
+    if (reciprocal)
+      for (auto& x : v) x = 1.0 / x;
+    return v;
+  }
 };
 
 template <class S>
@@ -48,60 +65,209 @@ double mean_of(const std::vector<double>& v) {
   return mean_of(v, 0, v.size());
 }
 
-// Two-sided t quantile for `confidence` with df degrees of freedom.
+// Two-sided t and normal quantiles for `confidence`.
 double t_quantile(double confidence, std::size_t df) {
   boost::math::students_t dist(static_cast<double>(df));
   return boost::math::quantile(dist, 1.0 - (1.0 - confidence) / 2.0);
 }
 
-// The t-interval around `centre` from per-batch values.
-BatchMeans interval_from_batches(const std::vector<double>& per_batch, double centre, std::size_t size,
-                                 double confidence) {
-  const std::size_t b = per_batch.size();
-  const double m = mean_of(per_batch);
-  double ss = 0;
-  for (double v : per_batch) ss += (v - m) * (v - m);
-  const double se = std::sqrt(ss / static_cast<double>(b - 1)) / std::sqrt(static_cast<double>(b));
-  const double half = t_quantile(confidence, b - 1) * se;
-  BatchMeans r;
-  r.ci = {centre, centre - half, centre + half};
-  r.batches = b;
-  r.batch_size = size;
-  return r;
+double z_quantile(double confidence) {
+  return boost::math::quantile(boost::math::normal(), 1.0 - (1.0 - confidence) / 2.0);
+}
+
+double median_in_place(std::vector<double>& v) {
+  return percentile_in_place(v, 50);
+}
+
+// ---- warm-up ---------------------------------------------------------------------------------
+
+// The steady level of x (the median of its second half after the compile cut, read at most 4096
+// values apart evenly) and its robust standard deviation (1.4826 MAD, at least `floor`).
+template <class S>
+std::pair<double, double> steady_level(const S& x, double floor) {
+  const std::size_t from = (kCompileCut + x.size()) / 2, len = x.size() - from;
+  const std::size_t stride = (len + 4095) / 4096;
+  std::vector<double> ref;
+  for (std::size_t i = from; i < x.size(); i += stride) ref.push_back(x[i]);
+  const double med = median_in_place(ref);
+  for (auto& v : ref) v = std::fabs(v - med);
+  const double sd = 1.4826 * median_in_place(ref);
+  return {med, std::max({sd, floor, 1e-9 * std::fabs(med)})};
+}
+
+// A phase longer than a few steps (a neighbour still exiting, a cache warming) that ends in the
+// first half: MSER's truncation (White 1997: the d minimising the variance of x[d..] over
+// (N - d)^2), kept only when the steps before it differ from those after it by more than
+// kPhaseZ standard errors (their correlation counted at the tail's lag-1 upper bound). A quiet
+// tail is never chosen for being quiet: on a steady series the test fails and nothing is cut.
+inline constexpr double kPhaseZ = 4.0;
+
+template <class S>
+std::size_t slow_phase_end(const S& x, std::size_t from) {
+  const std::size_t n = x.size(), last = kCompileCut + (n - kCompileCut) / 2;
+  if (last <= from + 1 || n - last < kMinSteadySteps) return from;
+  double sum = 0, sq = 0;
+  for (std::size_t i = from; i < n; ++i) sum += x[i], sq += x[i] * x[i];
+  std::size_t best = from;
+  double best_stat = std::numeric_limits<double>::infinity();
+  for (std::size_t d = from; d <= last; ++d) {
+    const double k = static_cast<double>(n - d), mean = sum / k;
+    const double stat = std::max(0.0, sq - k * mean * mean) / (k * k);
+    if (stat < best_stat * (1 - 1e-12)) best_stat = stat, best = d;
+    sum -= x[d], sq -= x[d] * x[d];
+  }
+  if (best == from) return from;
+  if (best < from + 2) return from;
+  const auto before = x.window(from, best - from);
+  const double head_mean = mean_of(before, 0, before.size());
+  double h0 = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) h0 += (before[i] - head_mean) * (before[i] - head_mean);
+  const auto tail = x.window(best, n - best);
+  const double tail_mean = mean_of(tail, 0, tail.size());
+  double c0 = 0, c1 = 0;
+  for (std::size_t i = 0; i < tail.size(); ++i) {
+    const double d = tail[i] - tail_mean;
+    c0 += d * d;
+    if (i + 1 < tail.size()) c1 += d * (tail[i + 1] - tail_mean);
+  }
+  const double nt = static_cast<double>(tail.size()), nh = static_cast<double>(best - from);
+  const double lag1 = c0 > 0 ? c1 / c0 : 0.0;
+  const double phi = std::clamp(lag1 + (1.0 + 3.0 * lag1) / nt, 0.0, 0.99);
+  const double phi_u = std::min(0.99, phi + kLag1UpperZ * std::sqrt((1.0 - phi * phi) / nt));
+  const double tau = (1.0 + phi_u) / (1.0 - phi_u);
+  // Welch's standard error of the difference, each side's variance its own.
+  const double se = std::sqrt(tau * (h0 / (nh - 1) / nh + c0 / (nt - 1) / nt));
+  return std::fabs(head_mean - tail_mean) > kPhaseZ * se ? best : from;
 }
 
 template <class S>
-std::optional<std::size_t> mser5_of(const S& x) {
-  const std::size_t m = x.size() >= 10 ? 5 : 1;
-  const std::size_t nb = x.size() / m;
-  if (nb < 2) return std::nullopt;
-  // MSER(d) = sum_{j >= d} (z_j - mean_d)^2 / (nb - d)^2 over the batch means z, for truncations
-  // in the first half (later ones rest on too few batches to be told from noise). The sums of
-  // squares of every suffix in one backward pass (Welford's update, one batch at a time), kept
-  // for the first half only: linear in the batches, a tenth of a double per step.
-  const std::size_t half = nb / 2 + 1;
-  std::vector<double> suffix_ss(half, 0.0);
-  double mu = 0, m2 = 0;
-  for (std::size_t j = nb; j-- > 0;) {
-    const double z = mean_of(x, j * m, (j + 1) * m);
-    const double count = static_cast<double>(nb - j);
-    const double delta = z - mu;
-    mu += delta / count;
-    m2 += delta * (z - mu);
-    if (j < half) suffix_ss[j] = m2;
-  }
-  std::size_t best_d = 0;
-  double best = std::numeric_limits<double>::infinity();
-  for (std::size_t d = 0; 2 * d <= nb && d + 2 <= nb; ++d) {
-    const double k = static_cast<double>(nb - d);
-    const double stat = suffix_ss[d] / (k * k);
-    if (stat < best * (1 - 1e-12)) {
-      best = stat;
-      best_d = d;
-    }
-  }
-  return best_d * m;
+std::size_t warmup_end_of(const S& x, double floor) {
+  if (x.size() <= kCompileCut) return x.size();
+  const auto [med, sd] = steady_level(x, floor);
+  const std::size_t limit = kCompileCut + (x.size() - kCompileCut) / 3;
+  std::size_t i = kCompileCut;
+  while (i < limit && std::fabs(x[i] - med) > kWarmupBand * sd) ++i;
+  return slow_phase_end(x, i);
 }
+
+// ---- the mean's interval ---------------------------------------------------------------------
+
+// The lag-1 correlation of consecutive means of m steps of an AR(1) series with coefficient phi:
+// Cov(B_j, B_j+1) / Var(B_j), both times m^2 / sigma^2.
+double batch_lag1(double phi, std::size_t m) {
+  if (phi <= 0) return 0.0;
+  double var = static_cast<double>(m), pk = 1.0;
+  for (std::size_t k = 1; k < m; ++k) {
+    pk *= phi;
+    var += 2.0 * static_cast<double>(m - k) * pk;
+  }
+  const double s = (1.0 - std::pow(phi, static_cast<double>(m))) / (1.0 - phi);
+  return phi * s * s / var;
+}
+
+std::string fixed2(double v) {
+  return fmt::format("{:.2f}", v);
+}
+
+template <class S>
+MeanInterval mean_interval_of(const S& x, double confidence) {
+  MeanInterval r;
+  const std::size_t n = x.size();
+  if (n < kMinSteadySteps) {
+    r.why = std::to_string(n) + " steady-state steps: too few for an interval; run at least " +
+            std::to_string(kMinSteadySteps) + " steady steps (after the compile step and the warm-up)";
+    return r;
+  }
+  const double m = mean_of(x, 0, n);
+  double c0 = 0, c1 = 0, c3 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = x[i] - m;
+    c0 += d * d;
+    c3 += d * d * d;
+    if (i + 1 < n) c1 += d * (x[i + 1] - m);
+  }
+  const double nd = static_cast<double>(n);
+  r.lag1 = c0 > 0 ? c1 / c0 : 0.0;
+  // Kendall's bias correction, then the one-sided upper bound (its standard error sqrt((1 - phi^2) / n)).
+  const double phi = std::clamp(r.lag1 + (1.0 + 3.0 * r.lag1) / nd, 0.0, 0.99);
+  r.lag1_upper = std::min(0.99, phi + kLag1UpperZ * std::sqrt((1.0 - phi * phi) / nd));
+  r.tau_upper = (1.0 + r.lag1_upper) / (1.0 - r.lag1_upper);
+  const auto need = static_cast<std::size_t>(std::ceil(kBatchPerTau * r.tau_upper - 1e-9));
+  std::size_t size = std::max(need, (n + kMaxBatches - 1) / kMaxBatches);
+  std::size_t b = n / size;
+  if (b < kMinBatches) {
+    r.why = std::to_string(n) + " steady-state steps with lag-1 autocorrelation " + fixed2(r.lag1) +
+            " (upper bound " + fixed2(r.lag1_upper) + "): means of " + std::to_string(need) +
+            " steps are needed to be nearly independent, and " + std::to_string(kMinBatches) +
+            " of them take " + std::to_string(kMinBatches * need) +
+            " steady steps: too few steps for the correlation seen";
+    return r;
+  }
+  b = std::min(b, kMaxBatches);
+  size = n / b;
+  const std::size_t skip = n - b * size;  // dropped from the front, nearest the warm-up
+  std::vector<double> z(b);
+  for (std::size_t j = 0; j < b; ++j) z[j] = mean_of(x, skip + j * size, skip + (j + 1) * size);
+  const double zm = mean_of(z);
+  double ss = 0;
+  for (double v : z) ss += (v - zm) * (v - zm);
+  r.batches = b;
+  r.batch_size = size;
+  if (!(ss > 0)) {
+    r.why = "the " + std::to_string(n) +
+            " steady-state step times do not vary: no spread to build an interval on";
+    return r;
+  }
+  // What correlation the batches keep at phi_U: the grand mean's variance is larger, and the
+  // batch means' sample variance smaller, than for independent batches.
+  const double rho = batch_lag1(r.lag1_upper, size), bd = static_cast<double>(b);
+  const double inflate = (1.0 + 2.0 * rho * (bd - 1.0) / bd) / std::max(0.1, 1.0 - 2.0 * rho / bd);
+  const double se = std::sqrt(ss / (bd - 1.0) / bd * inflate);
+  const double t = t_quantile(confidence, b - 1);
+  // Step-time spikes skew the mean: half the Cornish-Fisher shift (Hall 1992) of the studentised
+  // mean, the skewness at n / tau_U independent steps.
+  const double skew = c0 > 0 ? (c3 / nd) / std::pow(c0 / nd, 1.5) : 0.0;
+  const double shift = kSkewShare * se * skew / std::sqrt(nd / r.tau_upper) * (2.0 * t * t + 1.0) / 6.0;
+  r.ci = Interval{zm, zm - t * se + shift, zm + t * se + shift};
+  return r;
+}
+
+// ---- percentiles -----------------------------------------------------------------------------
+
+// The 0-based ranks of the order statistics that bound the pct-th percentile of n values: the
+// binomial count below it, n q +- z sqrt(n q (1 - q) tau).
+struct Ranks {
+  long long lo, hi;
+};
+Ranks percentile_ranks(std::size_t n, double pct, double confidence, double tau) {
+  const double q = pct / 100.0, nq = static_cast<double>(n) * q;
+  const double spread = z_quantile(confidence) * std::sqrt(static_cast<double>(n) * q * (1.0 - q) * tau);
+  return {static_cast<long long>(std::floor(nq - spread)) - 1,
+          static_cast<long long>(std::ceil(nq + spread))};
+}
+
+// The least n for which both ranks fall inside the series.
+std::size_t steps_for_percentile(double pct, double confidence, double tau) {
+  std::size_t n = 2;
+  for (;; ++n) {
+    const auto r = percentile_ranks(n, pct, confidence, tau);
+    if (r.lo >= 0 && r.hi <= static_cast<long long>(n) - 1) return n;
+  }
+}
+
+template <class S>
+std::optional<Interval> percentile_interval_of(const S& x, double pct, double confidence, double tau) {
+  const std::size_t n = x.size();
+  if (n < 2) return std::nullopt;
+  const auto r = percentile_ranks(n, pct, confidence, std::max(1.0, tau));
+  if (r.lo < 0 || r.hi > static_cast<long long>(n) - 1) return std::nullopt;
+  const auto pr = percentile_rank(n, pct);
+  const auto v =
+      x.order_statistics({pr.lo, pr.hi, static_cast<std::size_t>(r.lo), static_cast<std::size_t>(r.hi)});
+  return Interval{pr.at(v[0], v[1]), v[2], v[3]};
+}
+
+// ---- drift -----------------------------------------------------------------------------------
 
 template <class S>
 std::optional<Drift> drift_of(const S& x) {
@@ -132,159 +298,170 @@ std::optional<Drift> drift_of(const S& x) {
   return d;
 }
 
-template <class S>
-std::optional<BatchMeans> batch_means_of(const S& x, double confidence) {
-  const std::size_t b = batch_count(x.size());
-  if (b == 0) return std::nullopt;
-  const std::size_t size = x.size() / b, skip = x.size() - b * size;
-  std::vector<double> means(b);
-  for (std::size_t j = 0; j < b; ++j) means[j] = mean_of(x, skip + j * size, skip + (j + 1) * size);
-  return interval_from_batches(means, mean_of(means), size, confidence);
-}
+// ---- work per step ---------------------------------------------------------------------------
 
-template <class W, class T>
-std::optional<BatchMeans> batch_ratio_of(const W& work, const T& time, double confidence) {
-  if (work.size() != time.size()) return std::nullopt;
-  const std::size_t b = batch_count(time.size());
-  if (b == 0) return std::nullopt;
-  const std::size_t size = time.size() / b, skip = time.size() - b * size;
-  std::vector<double> rates(b);
-  double all_w = 0, all_t = 0;
-  for (std::size_t j = 0; j < b; ++j) {
-    double w = 0, t = 0;
-    for (std::size_t i = skip + j * size; i < skip + (j + 1) * size; ++i) {
-      w += work[i];
-      t += time[i];
+// The intersection of [lo_i, hi_i] over the records bound(i) gives (nullopt: the record says
+// nothing); nullopt when no record bounds it or the bounds do not meet.
+template <class Bound>
+std::optional<Range> intersect(std::size_t n, Bound bound) {
+  Range r{0, std::numeric_limits<double>::infinity()};
+  bool any = false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (const auto b = bound(i)) {
+      r.lo = std::max(r.lo, b->lo);
+      r.hi = std::min(r.hi, b->hi);
+      any = true;
     }
-    if (!(t > 0)) return std::nullopt;
-    rates[j] = w / t;
-    all_w += w;
-    all_t += t;
-  }
-  return interval_from_batches(rates, all_w / all_t, size, confidence);
+  if (!any || !(r.lo <= r.hi) || !std::isfinite(r.hi)) return std::nullopt;
+  return r;
 }
 
-// percentile() of the whole series: on a copy for a vector, by selection in place for a column.
-double percentile_of(const std::vector<double>& x, double pct) {
-  return percentile(x, pct);
+// A value printed at resolution q lies within q/2 of it; an exact one within its rounding error.
+Range around(double v, double q) {
+  const double half = q > 0 ? q / 2 : 1e-12 * std::fabs(v);
+  return {v - half, v + half};
 }
 
-double percentile_of(const ColumnSlice& x, double pct) {
-  if (x.n == 0) return std::nan("");
-  const auto r = percentile_rank(x.n, pct);
-  const auto v = x.c->order_statistics({{x.from, x.from + x.n}}, {r.lo, r.hi});
-  return r.at(v[0] * x.mul, v[1] * x.mul);
+// work = rate x seconds, from one record's printed figures.
+std::optional<Range> work_bound(double seconds, double rate, double qs, double qr) {
+  if (!std::isfinite(seconds) || !std::isfinite(rate) || !(rate > 0)) return std::nullopt;
+  const Range s = around(seconds, qs), r = around(rate, qr);
+  return Range{std::max(0.0, s.lo) * std::max(0.0, r.lo), s.hi * r.hi};
 }
 
-// The distinct values of a column slice of 1- or 2-byte counts, in order, and each code's rank
-// among them: what a resample's histogram is indexed by.
-struct DenseCodes {
-  std::vector<std::uint32_t> rank;  // by code
-  std::vector<double> values;       // by rank, as the slice reads them
+// F / K = TFLOP/s / Tokens/s, from one record's printed figures.
+std::optional<Range> ratio_bound(double tflops, double tokens, double qf, double qt) {
+  if (!std::isfinite(tflops) || !std::isfinite(tokens) || !(tokens > 0)) return std::nullopt;
+  const Range f = around(tflops, qf), t = around(tokens, qt);
+  if (!(t.lo > 0)) return std::nullopt;
+  return Range{std::max(0.0, f.lo) / t.hi, f.hi / t.lo};
+}
 
-  static std::shared_ptr<const DenseCodes> of(const ColumnSlice& x) {
-    if (x.c->width() > 2) return nullptr;
-    auto d = std::make_shared<DenseCodes>();
-    d->rank.assign(std::size_t{1} << (8 * x.c->width()), 0);
-    for (std::size_t i = 0; i < x.n; ++i) d->rank[x.c->code(x.from + i)] = 1;
-    if (d->rank[x.c->absent()]) return nullptr;  // a NaN in the slice: the general path says what it does
-    for (std::size_t c = 0; c < d->rank.size(); ++c)
-      if (d->rank[c]) {
-        d->rank[c] = static_cast<std::uint32_t>(d->values.size());
-        d->values.push_back(x.c->decode(c) * x.mul);
-      }
-    return d;
-  }
+double resolution(const DecimalColumn& c) {
+  return c.width() == 8 ? 0.0 : kPrintResolution;
+}
 
-  // percentile() of the m values counted in hist.
-  double percentile(const std::vector<std::size_t>& hist, std::size_t m, double pct) const {
-    const auto r = percentile_rank(m, pct);
-    std::size_t d = 0, below = hist[0];
-    while (below <= r.lo) below += hist[++d];
-    const double a = values[d];
-    while (below <= r.hi) below += hist[++d];
-    return r.at(a, values[d]);
-  }
+// Whether every record in [from, n) has a finite, positive figure in c.
+bool all_positive(const DecimalColumn& c, std::size_t from, std::size_t n) {
+  for (std::size_t i = from; i < n; ++i)
+    if (!(c[i] > 0) || !std::isfinite(c[i])) return false;
+  return true;
+}
+
+// ---- assembling the steady state -------------------------------------------------------------
+
+Interval scaled(const Interval& i, double f) {
+  return {i.estimate * f, i.lo * f, i.hi * f};
+}
+
+// An interval of a positive quantity with a bound at or below 0 says nothing (a spread too wide
+// for the steps, a rate printed as 0.000): it is left out, with the reason.
+void put(SteadyState& s, const std::string& metric, const Interval& i, const std::string& missing_why) {
+  if (i.lo > 0 && std::isfinite(i.hi) && i.hi > i.lo)
+    s.intervals[metric] = i;
+  else
+    s.missing[metric] = missing_why;
+}
+
+struct Source {
+  TimeSource kind;
+  bool reciprocal;      // the core series is 1 / Tokens/s
+  Range scale{1, 1};    // step time = core x scale (tokens per step)
+  double additive = 0;  // every step-time bound moves out by this (half the resolution)
 };
 
-// The percentile intervals of several percentiles from the same resamples (one pass of sampling
-// for p50 and p95 alike: the same seed gives each the resamples it would get alone).
-template <class S>
-std::vector<std::optional<Interval>> bootstrap_of(const S& x, const std::vector<double>& pcts,
-                                                  double confidence, int resamples, std::uint64_t seed) {
-  const std::size_t n = x.size();
-  std::vector<std::optional<Interval>> out(pcts.size());
-  if (n < 4 || resamples < 10) return out;
-  // Resamples of m = min(n, kBootstrapMaxResample) observations (m-out-of-n): above that size
-  // the cost stays flat (a million-step log takes as long as 20 000 steps), and the spread of
-  // the resampled percentiles around the estimate is scaled by sqrt(m / n) back to n.
-  const std::size_t m = std::min(n, kBootstrapMaxResample);
-  const auto block = static_cast<std::size_t>(std::ceil(std::cbrt(static_cast<double>(n))));
-  // Every resample's block starts drawn first, in the order one loop would draw them (the same
-  // seed gives the same resamples), then the resamples shared among threads: each resample is
-  // a function of its starts alone, so the intervals do not depend on the thread count.
-  const std::size_t per = (m + block - 1) / block;
-  const auto count = static_cast<std::size_t>(resamples);
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<std::size_t> start(0, n - 1);
-  std::vector<std::size_t> starts(count * per);
-  for (auto& s : starts) s = start(rng);
-  std::vector<std::vector<double>> stats(pcts.size(), std::vector<double>(count));
-  const auto fill = [&](std::size_t r, auto&& put) {
-    std::size_t filled = 0;
-    for (std::size_t b = 0; b < per; ++b) {
-      std::size_t i = starts[r * per + b];
-      for (std::size_t k = 0; k < block && filled < m; ++k, ++filled) {
-        put(i);
-        if (++i == n) i = 0;
-      }
+Source choose_source(const TimedSeries& timed, SteadyState& s) {
+  const DecimalColumn &secs = timed.seconds(), &tok = timed.tokens_per_device();
+  const double qs = resolution(secs), qt = resolution(tok);
+  const std::size_t n = timed.size();
+  if (all_positive(tok, kCompileCut, n)) {
+    const auto k = intersect(n, [&](std::size_t i) { return work_bound(secs[i], tok[i], qs, qt); });
+    if (k) {
+      s.tokens_per_step = *k;
+      return {qs > 0 ? TimeSource::TokensRate : TimeSource::FullPrecision, true, *k, 0};
     }
-  };
-  std::function<void(std::size_t, std::size_t)> work = [&](std::size_t r0, std::size_t r1) {
-    std::vector<double> sample(m);
-    for (std::size_t r = r0; r < r1; ++r) {
-      std::size_t filled = 0;
-      fill(r, [&](std::size_t i) { sample[filled++] = x[i]; });
-      const auto v = percentiles_in_place(sample, pcts);
-      for (std::size_t p = 0; p < pcts.size(); ++p) stats[p][r] = v[p];
-    }
-  };
-  if constexpr (std::is_same_v<S, ColumnSlice>)
-    if (auto dense = DenseCodes::of(x))
-      work = [&, dense](std::size_t r0, std::size_t r1) {
-        // A column of 1- or 2-byte counts: each resample counted into a histogram of the window's
-        // distinct values, its percentiles read off the counts (the same order statistics as a
-        // selection, without sorting anything).
-        std::vector<std::size_t> hist(dense->values.size());
-        for (std::size_t r = r0; r < r1; ++r) {
-          std::fill(hist.begin(), hist.end(), 0);
-          fill(r, [&](std::size_t i) { ++hist[dense->rank[x.c->code(x.from + i)]]; });
-          for (std::size_t p = 0; p < pcts.size(); ++p) stats[p][r] = dense->percentile(hist, m, pcts[p]);
-        }
-      };
-  const std::size_t threads =
-      m * count < 4'000'000 ? 1 : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t)
-    pool.emplace_back(work, count * t / threads, count * (t + 1) / threads);
-  work(0, count / threads);
-  for (auto& t : pool) t.join();
-  const double a = (1.0 - confidence) / 2.0;
-  const double scale = std::sqrt(static_cast<double>(m) / static_cast<double>(n));
-  for (std::size_t p = 0; p < pcts.size(); ++p) {
-    const double estimate = percentile_of(x, pcts[p]);
-    const double lo = percentile(stats[p], 100.0 * a), hi = percentile(stats[p], 100.0 * (1.0 - a));
-    out[p] = m == n
-                 ? Interval{estimate, lo, hi}
-                 : Interval{estimate, estimate - (estimate - lo) * scale, estimate + (hi - estimate) * scale};
+    s.note =
+        "the printed seconds and Tokens/s/device disagree on the tokens per step: step times from the "
+        "seconds";
   }
-  return out;
+  return {qs > 0 ? TimeSource::PrintedSeconds : TimeSource::FullPrecision, false, {1, 1}, qs / 2};
+}
+
+// The TFLOP/s interval: from the tokens rate (TFLOPs per token pinned by both printed rates) or,
+// without tokens, from the step time (TFLOPs per step pinned by the printed rate and seconds).
+void tflops_interval(SteadyState& s, const TimedSeries& timed, const Source& src, const Interval& tokens,
+                     const Interval& seconds) {
+  const DecimalColumn &tf = timed.tflops_per_device(), &tok = timed.tokens_per_device(),
+                      &secs = timed.seconds();
+  for (std::size_t i = s.first; i < s.first + s.n; ++i)
+    if (!std::isfinite(tf[i])) {
+      s.missing["tflops_per_sec_per_gpu"] =
+          "TFLOP/s/device is absent on steady step " + std::to_string(timed.step_at(i)) + ": no interval";
+      return;
+    }
+  const double qf = resolution(tf);
+  const std::string coarse =
+      "TFLOP/s/device is printed with 3 decimals and reads 0.000 (or too near it) here: no interval; set "
+      "maxtext_config.metrics_file for full precision";
+  const std::string apart = "TFLOP/s/device is not the same work per step on every step: no interval";
+  if (src.reciprocal) {
+    const auto r = intersect(timed.size(),
+                             [&](std::size_t i) { return ratio_bound(tf[i], tok[i], qf, resolution(tok)); });
+    if (!r) {
+      s.missing["tflops_per_sec_per_gpu"] = apart;
+      return;
+    }
+    put(s, "tflops_per_sec_per_gpu", {r->mid() * tokens.estimate, r->lo * tokens.lo, r->hi * tokens.hi},
+        coarse);
+    return;
+  }
+  const auto f = intersect(timed.size(),
+                           [&](std::size_t i) { return work_bound(secs[i], tf[i], resolution(secs), qf); });
+  if (!f) {
+    s.missing["tflops_per_sec_per_gpu"] = apart;
+    return;
+  }
+  put(s, "tflops_per_sec_per_gpu", {f->mid() / seconds.estimate, f->lo / seconds.hi, f->hi / seconds.lo},
+      coarse);
+}
+
+void percentile_intervals(SteadyState& s, const ColumnSlice& core, const Source& src, double tau,
+                          double confidence) {
+  for (auto [pct, name] : {std::pair{50.0, "step_time_p50_ms"}, std::pair{95.0, "step_time_p95_ms"}}) {
+    const auto p = percentile_interval_of(core, pct, confidence, tau);
+    if (!p) {
+      s.missing[name] = "p" + std::to_string(static_cast<int>(pct)) + " of " + std::to_string(s.n) +
+                        " steady-state steps: its order-statistic interval needs at least " +
+                        std::to_string(steps_for_percentile(pct, confidence, tau)) + " steps";
+      continue;
+    }
+    put(s, name,
+        {p->estimate * src.scale.mid() * 1e3, (p->lo * src.scale.lo - src.additive) * 1e3,
+         (p->hi * src.scale.hi + src.additive) * 1e3},
+        "");
+  }
 }
 
 }  // namespace
 
-std::optional<std::size_t> mser5_truncation(const std::vector<double>& x) {
-  return mser5_of(x);
+std::size_t warmup_end(const std::vector<double>& x) {
+  return warmup_end_of(VectorSlice{&x, 0, x.size()}, 0.0);
+}
+
+MeanInterval mean_interval(const std::vector<double>& x, double confidence) {
+  return mean_interval_of(VectorSlice{&x, 0, x.size()}, confidence);
+}
+
+std::optional<Interval> percentile_interval(const std::vector<double>& x, double pct, double confidence,
+                                            double tau) {
+  return percentile_interval_of(VectorSlice{&x, 0, x.size()}, pct, confidence, tau);
+}
+
+std::optional<Range> work_per_step(const std::vector<double>& seconds, const std::vector<double>& rate,
+                                   double seconds_resolution, double rate_resolution) {
+  return intersect(std::min(seconds.size(), rate.size()), [&](std::size_t i) {
+    return work_bound(seconds[i], rate[i], seconds_resolution, rate_resolution);
+  });
 }
 
 std::optional<Drift> drift(const std::vector<double>& x) {
@@ -295,20 +472,6 @@ std::size_t batch_count(std::size_t n) {
   if (n < 4) return 0;
   const auto b = static_cast<std::size_t>(std::floor(std::sqrt(static_cast<double>(n))));
   return std::clamp<std::size_t>(b, 2, 20);
-}
-
-std::optional<BatchMeans> batch_means(const std::vector<double>& x, double confidence) {
-  return batch_means_of(x, confidence);
-}
-
-std::optional<BatchMeans> batch_ratio(const std::vector<double>& work, const std::vector<double>& time,
-                                      double confidence) {
-  return batch_ratio_of(work, time, confidence);
-}
-
-std::optional<Interval> bootstrap_percentile(const std::vector<double>& x, double pct, double confidence,
-                                             int resamples, std::uint64_t seed) {
-  return bootstrap_of(x, {pct}, confidence, resamples, seed)[0];
 }
 
 double lag1_autocorrelation(const std::vector<double>& x) {
@@ -337,49 +500,26 @@ bool has_interval(const std::string& metric) {
   return std::find(v.begin(), v.end(), metric) != v.end();
 }
 
-namespace {
-
-// Whether the window's work can be measured for a rate: every record has it (finite) and at
-// least one is non-zero (MaxText rounds rates to 3 decimals: all-zero says nothing).
-bool work_known(const DecimalColumn& rate, std::size_t from, std::size_t to) {
-  bool any = false;
-  for (std::size_t i = from; i < to; ++i) {
-    const double r = rate[i];
-    if (std::isnan(r)) return false;
-    any |= r > 0;
-  }
-  return any;
+std::string SteadyState::why_none(const std::string& metric) const {
+  if (auto it = missing.find(metric); it != missing.end()) return it->second;
+  if (!why.empty()) return why;
+  return "the run gives no " + metric + " interval";
 }
 
-// Widens the step-time and rate intervals to the trend line's range over the window.
-void widen_for_drift(SteadyState& s, const Drift& d) {
-  s.drift = d;
-  char buf[200];
-  std::snprintf(buf, sizeof buf,
-                "the step time drifts %+.0f %% across the %zu steady-state steps (slope t = %.1f): its "
-                "intervals are widened to the trend's range",
-                100 * d.relative, s.n, d.t);
-  s.note = buf;
-  auto mean = s.intervals.find("step_time_seconds");
-  if (mean == s.intervals.end() || !(mean->second.estimate > 0)) return;
-  const double t_lo = std::min(d.start, d.end), t_hi = std::max(d.start, d.end);
-  const double f_lo = t_lo / mean->second.estimate, f_hi = t_hi / mean->second.estimate;
-  for (const char* m : {"step_time_seconds", "step_time_mean_ms"}) {
-    auto& i = s.intervals[m];
-    i.lo = std::min(i.lo, i.estimate * f_lo);
-    i.hi = std::max(i.hi, i.estimate * f_hi);
+const char* to_string(TimeSource s) {
+  switch (s) {
+    case TimeSource::TokensRate:
+      return "tokens_rate";
+    case TimeSource::PrintedSeconds:
+      return "printed_seconds";
+    case TimeSource::FullPrecision:
+      return "full_precision";
   }
-  for (const char* m : {"tokens_per_sec_per_gpu", "tokens_per_sec_total", "tflops_per_sec_per_gpu"})
-    if (auto it = s.intervals.find(m); it != s.intervals.end() && f_lo > 0) {
-      it->second.lo = std::min(it->second.lo, it->second.estimate / f_hi);
-      it->second.hi = std::max(it->second.hi, it->second.estimate / f_lo);
-    }
+  return "printed_seconds";
 }
-
-}  // namespace
 
 bool is_timed(const StepRecord& r) {
-  return r.seconds && std::isfinite(*r.seconds) && !r.profiler_boundary;
+  return r.seconds && std::isfinite(*r.seconds) && !r.profiler_boundary && !r.rampup;
 }
 
 void TimedSeries::add(const StepRecord& r) {
@@ -397,44 +537,64 @@ long long TimedSeries::step_at(std::size_t i) const {
   return it->second + static_cast<long long>(i - it->first);
 }
 
-SteadyState steady_state(const TimedSeries& timed, int devices, double confidence) {
+SteadyState steady_state(const TimedSeries& timed, int devices, double confidence, bool percentiles) {
   SteadyState s;
+  s.confidence = confidence;
   const std::size_t total = timed.size();
-  const DecimalColumn& secs = timed.seconds();
-  const auto cut = mser5_of(ColumnSlice{&secs, 0, total});
-  if (!cut) {
-    s.why = "only " + std::to_string(total) + " timed step(s): no steady state to measure";
+  const Source src = choose_source(timed, s);
+  s.source = src.kind;
+  const DecimalColumn& base = src.reciprocal ? timed.tokens_per_device() : timed.seconds();
+  const ColumnSlice all{&base, 0, total, src.reciprocal};
+  const std::size_t first = warmup_end_of(all, src.reciprocal ? 0.0 : resolution(timed.seconds()));
+  if (first + 2 > total) {
+    s.why = "only " + std::to_string(total) +
+            " timed step(s): no steady state after the compile step and the warm-up";
     return s;
   }
-  // The first record always includes compilation (MaxText's step 0), whatever MSER says.
-  s.first = std::max<std::size_t>(*cut, 1);
-  s.n = total > s.first ? total - s.first : 0;
-  if (s.n < 4) {
-    s.why = "only " + std::to_string(s.n) + " steady-state step(s) after the warm-up: at least 4 are needed";
-    return s;
-  }
-  const ColumnSlice st{&secs, s.first, s.n};
   s.found = true;
-  s.first_step = timed.step_at(s.first);
-  if (auto bm = batch_means_of(st, confidence)) {
-    s.intervals["step_time_seconds"] = bm->ci;
-    s.intervals["step_time_mean_ms"] = {bm->ci.estimate * 1e3, bm->ci.lo * 1e3, bm->ci.hi * 1e3};
+  s.first = first;
+  s.n = total - first;
+  s.first_step = timed.step_at(first);
+  // A window that drifts describes no single speed (see kMaxDrift).
+  if (const auto d = drift_of(all.window(first, s.n));
+      d && std::fabs(d->relative) > kMaxDrift && std::fabs(d->t) > kDriftT) {
+    s.drift = d;
+    s.why = fmt::format(
+        "the step time drifts {:+.0f} % across the {} steady-state steps (slope t = {:.1f}): no single speed "
+        "to "
+        "gate (a GPU clocking down, a leak, a cache still warming)",
+        100 * d->relative, s.n, d->t);
+    return s;
   }
-  const auto p = bootstrap_of(ColumnSlice{&secs, s.first, s.n, 1e3}, {50, 95}, confidence,
-                              kBootstrapResamples, kBootstrapSeed);
-  if (p[0]) s.intervals["step_time_p50_ms"] = *p[0];
-  if (p[1]) s.intervals["step_time_p95_ms"] = *p[1];
-  if (work_known(timed.tokens_per_device(), s.first, total))
-    if (auto r = batch_ratio_of(WorkSlice{&timed.tokens_per_device(), &secs, s.first, s.n}, st, confidence)) {
-      s.intervals["tokens_per_sec_per_gpu"] = r->ci;
-      const double d = devices;
-      s.intervals["tokens_per_sec_total"] = {r->ci.estimate * d, r->ci.lo * d, r->ci.hi * d};
-    }
-  if (work_known(timed.tflops_per_device(), s.first, total))
-    if (auto r = batch_ratio_of(WorkSlice{&timed.tflops_per_device(), &secs, s.first, s.n}, st, confidence))
-      s.intervals["tflops_per_sec_per_gpu"] = r->ci;
-  if (const auto d = drift_of(st); d && std::fabs(d->relative) > kMaxDrift && std::fabs(d->t) > kDriftT)
-    widen_for_drift(s, *d);
+  const MeanInterval mi = mean_interval_of(all.window(first, s.n), confidence);
+  s.lag1 = mi.lag1;
+  s.lag1_upper = mi.lag1_upper;
+  if (!mi.ci) {
+    s.why = mi.why;
+    return s;
+  }
+  // The interval covers the batched steps: the leftover at the front is not in it.
+  s.batches = mi.batches;
+  s.batch_size = mi.batch_size;
+  s.first += s.n - mi.batches * mi.batch_size;
+  s.n = mi.batches * mi.batch_size;
+  s.first_step = timed.step_at(s.first);
+  const ColumnSlice core = all.window(s.first, s.n);
+  const Interval& c = *mi.ci;
+  const std::string wide =
+      "the interval of the mean reaches 0: the steady steps vary too much for an interval";
+  const Interval secs{c.estimate * src.scale.mid(), c.lo * src.scale.lo - src.additive,
+                      c.hi * src.scale.hi + src.additive};
+  put(s, "step_time_seconds", secs, wide);
+  put(s, "step_time_mean_ms", scaled(secs, 1e3), wide);
+  Interval tokens{};
+  if (src.reciprocal && c.lo > 0) {
+    tokens = {1.0 / c.estimate, 1.0 / c.hi, 1.0 / c.lo};
+    put(s, "tokens_per_sec_per_gpu", tokens, wide);
+    put(s, "tokens_per_sec_total", scaled(tokens, devices), wide);
+  }
+  tflops_interval(s, timed, src, tokens, secs);
+  if (percentiles) percentile_intervals(s, core, src, mi.tau_upper, confidence);
   return s;
 }
 
