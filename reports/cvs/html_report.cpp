@@ -186,6 +186,68 @@ std::string interval_cell(const EvaluationRecord& e) {
   return "[" + fig(e, e.interval->first) + ", " + fig(e, e.interval->second) + "]" + interval_svg(e);
 }
 
+// One strip of a telemetry chart: each series a polyline over the run's time, scaled to the
+// strip's own range, its label and range at the left.
+void strip(std::ostringstream& s, double y, const std::string& label, const std::vector<double>& t,
+           const std::vector<std::vector<double>>& series) {
+  const double W = 560, H = 30, L = 150, R = 8;
+  double lo = INFINITY, hi = -INFINITY, t1 = t.empty() ? 1 : t.back();
+  for (const auto& v : series)
+    for (double x : v)
+      if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+  if (!std::isfinite(lo)) return;
+  if (hi <= lo) hi = lo + 1;
+  s << "<text x=\"4\" y=\"" << fmt(y + 12, "%.1f") << "\" class=\"tick\">" << html_escape(label) << "</text>";
+  s << "<text x=\"4\" y=\"" << fmt(y + 25, "%.1f") << "\" class=\"tick\">" << fmt(lo) << " - " << fmt(hi)
+    << "</text>";
+  for (const auto& v : series) {
+    s << "<polyline class=\"tel\" points=\"";
+    for (std::size_t i = 0; i < v.size() && i < t.size(); ++i)
+      if (std::isfinite(v[i]))
+        s << fmt(L + t[i] / std::max(t1, 1e-9) * (W - L - R), "%.1f") << ","
+          << fmt(y + H - 3 - (v[i] - lo) / (hi - lo) * (H - 6), "%.1f") << " ";
+    s << "\"/>";
+  }
+}
+
+// A node's telemetry over the run (CPUs used and PSI; each GPU's clock, power and temperature),
+// with what it explains.
+std::string telemetry_html(const NodeRunRecord& n) {
+  if (!n.telemetry || n.telemetry->samples < 2) return "";
+  const auto& t = *n.telemetry;
+  std::vector<std::pair<std::string, std::vector<std::vector<double>>>> rows;
+  if (!t.cpu_share_series.empty()) rows.push_back({"CPUs used", {t.cpu_share_series}});
+  if (!t.psi_cpu_series.empty()) {
+    std::vector<double> pct;
+    for (double x : t.psi_cpu_series) pct.push_back(100 * x);
+    rows.push_back({"PSI cpu some %", {pct}});
+  }
+  // GPU series are per sample; the host's per interval: GPUs drop their first sample to line up.
+  auto gpu_row = [&](const char* label, auto member) {
+    std::vector<std::vector<double>> v;
+    for (const auto& g : t.gpus) {
+      const auto& x = g.*member;
+      if (x.size() >= 2) v.emplace_back(x.begin() + 1, x.end());
+    }
+    if (!v.empty()) rows.push_back({label, v});
+  };
+  gpu_row("GPU clock MHz", &GpuTelemetry::sm_clock_mhz);
+  gpu_row("GPU power W", &GpuTelemetry::power_w);
+  gpu_row("GPU temp C", &GpuTelemetry::temp_c);
+  std::ostringstream h;
+  h << "<div><h3>Telemetry: " << html_escape(n.node) << " (" << t.samples << " samples, "
+    << html_escape(t.tool) << ")</h3>";
+  if (const auto why = explain_telemetry(t); !why.empty()) h << "<p>" << html_escape(why) << "</p>";
+  for (const auto& note : t.notes) h << "<p class=\"muted\">" << html_escape(note) << "</p>";
+  const double H = 32.0 * static_cast<double>(rows.size()) + 4;
+  h << "<svg class=\"plot\" viewBox=\"0 0 560 " << fmt(H, "%.0f")
+    << "\" role=\"img\" aria-label=\"telemetry of " << html_escape(n.node) << "\">";
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    strip(h, 32.0 * static_cast<double>(i), rows[i].first, t.t, rows[i].second);
+  h << "</svg></div>";
+  return h.str();
+}
+
 // MaxText logs an empty quantization for BF16.
 std::string quantization_label(const SweepRecord& s) {
   for (const auto& [k, v] : s.effective_config)
@@ -268,7 +330,7 @@ th{background:#f0f2f5;font-weight:600}td.num{font-variant-numeric:tabular-nums}
 td{overflow-wrap:anywhere}td code{word-break:break-all}.ivl{width:160px;height:18px;display:block}
 tr.differs td,tr.differs th{background:#fdf1dc}.ci{stroke:#1b62c4;stroke-width:4}.est{fill:#0b2e5c}.thr{stroke:#b3261e;stroke-width:2}.band{fill:#f3d9d7}
 .counts span{margin-right:14px}.muted{color:#6b7683}.err{background:#fdecea;border-left:4px solid #b3261e;padding:8px 10px;font-family:monospace;white-space:pre-wrap;word-break:break-all}
-.plots{display:flex;gap:18px;flex-wrap:wrap}.plot{width:560px;max-width:100%;background:#fbfcfd;border:1px solid #eceef1}
+.plots{display:flex;gap:18px;flex-wrap:wrap}.tel{fill:none;stroke:#1f6feb;stroke-width:1.2}.plot{width:560px;max-width:100%;background:#fbfcfd;border:1px solid #eceef1}
 .axis{stroke:#9aa4af;stroke-width:1}.tick{font-size:10px;fill:#5b6b7f}.loss{fill:none;stroke:#1b62c4;stroke-width:2}
 .sample{fill:#e8710a}.bar{fill:#7a9cc6}code{font-size:12px}
 )CSS";
@@ -348,6 +410,9 @@ void sweep_html(std::ostringstream& h, const std::string& key, const SweepRecord
   h << "<div class=\"plots\"><div><h3>Loss curve</h3>" << loss_svg(s.loss_curve, s.sampled_curve)
     << "</div><div><h3>Step-time distribution (steady state)</h3>" << step_time_svg(s.step_times_ms)
     << "</div></div>";
+  std::string tel;
+  for (const auto& n : s.run.nodes) tel += telemetry_html(n);
+  if (!tel.empty()) h << "<div class=\"plots\">" << tel << "</div>";
   for (const auto& n : s.notes) h << "<p class=\"muted\">" << html_escape(n) << "</p>";
   h << "</section>";
 }

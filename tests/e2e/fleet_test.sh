@@ -6,7 +6,8 @@
 #  2. ns-b degraded (every process of its sessions capped at 15 % of one CPU by a cgroup), ns-a's
 #     training killed (SIGKILL) a few seconds after it starts, and local2's crashed (SIGSEGV once it
 #     logs steps: its own error line, "Fatal Python error: Segmentation fault", as a GPU fault
-#     crashes a process).
+#     crashes a process). ns-b's evidence says why: its telemetry names the CPUs its training got
+#     and the CPU pressure (PSI) the node saw.
 #     Exactly ns-a and local2 (their runs failed, local2's with the error line) and ns-b (its
 #     throughput below the fleet's) are suspects, with their reasons, in the text files, the Slurm
 #     exclude line, the healthy cluster file, the JUnit file and the HTML page; exit 1.
@@ -128,6 +129,11 @@ assert set(sus) == {"ns-a", "ns-b", "local2"}, sus
 assert "its run ended" in sus["ns-a"], sus["ns-a"]
 assert "its run ended" in sus["local2"] and "Fatal Python error: Segmentation fault" in sus["local2"], sus["local2"]
 assert "tokens_per_sec_per_gpu" in sus["ns-b"] and "below the fleet's median" in sus["ns-b"], sus["ns-b"]
+# Why: its telemetry names the CPU it got and the CPU pressure it saw.
+import re
+m = re.search(r"telemetry: .*the training had ([0-9.]+) CPUs: PSI cpu some ([0-9]+) %", sus["ns-b"])
+assert m and float(m.group(1)) < 0.5, sus["ns-b"]
+assert "telemetry: " in open(d + "/fleet.html").read(), "no telemetry words on the fleet page"
 assert open(d + "/healthy_nodes.txt").read().split() == ["local0", "local1"]
 assert open(d + "/slurm_exclude.txt").read().strip() == "--exclude=localhost,10.231.0.1,10.231.0.2"
 hc = json.load(open(d + "/healthy_cluster.json"))

@@ -24,7 +24,7 @@ const std::string kP50 = "BS=4 step_time_p50_ms";
 const std::string kLoss = "BS=4 final_loss";
 
 cvs::FleetNode node(const std::string& name, double tok, double p50, double loss = 2.5) {
-  return {name, cvs::Outcome::Pass, "", {{kTok, tok}, {kP50, p50}, {kLoss, loss}}, {}, {}};
+  return {name, cvs::Outcome::Pass, "", {{kTok, tok}, {kP50, p50}, {kLoss, loss}}, {}, {}, ""};
 }
 
 std::string read(const fs::path& p) {
@@ -82,9 +82,14 @@ TEST(Fleet, NoisyHealthyFleetsGiveNoSuspects) {
 
 TEST(Fleet, FailedRunsAreSuspectsAndTooSmallAFleetIsNotScored) {
   std::vector<cvs::FleetNode> nodes = {node("a", 10000, 20), node("b", 4000, 50)};
-  nodes.push_back(
-      {"c", cvs::Outcome::Fail, "sweep/test_metric.check/x: tokens_per_sec_per_gpu 10 < 100", {}, {}, {}});
-  nodes.push_back({"d", std::nullopt, "no results.json", {}, {}, {}});
+  nodes.push_back({"c",
+                   cvs::Outcome::Fail,
+                   "sweep/test_metric.check/x: tokens_per_sec_per_gpu 10 < 100",
+                   {},
+                   {},
+                   {},
+                   ""});
+  nodes.push_back({"d", std::nullopt, "no results.json", {}, {}, {}, ""});
   const auto s = cvs::score_fleet(nodes, {});
   EXPECT_TRUE(s.too_small) << "two passing runs";
   EXPECT_EQ(s.suspects(), (std::vector<std::string>{"c", "d"}))

@@ -99,8 +99,8 @@ class NodeStream : public ::testing::TestWithParam<std::string> {
                              unsigned long long max_bytes) {
     if (GetParam() == "sh")
       return set.add({cvs::agent::stream(l, r, p, offset, interval_s, max_bytes, 2), 60s, "node"});
-    return set.add_local(
-        {l, r, p, offset, std::chrono::milliseconds(static_cast<long>(interval_s * 1000)), max_bytes, 2});
+    return set.add_local({l, r, p, offset, std::chrono::milliseconds(static_cast<long>(interval_s * 1000)),
+                          max_bytes, 2, "", 0});
   }
   // Collects stream 0 until it ends (or 30 s): every frame in order, and the last update.
   std::vector<cvs::StreamFrame> drain(cvs::StreamSet& set, cvs::StreamUpdate* last = nullptr) {

@@ -116,7 +116,7 @@ TEST(ResultsFile, ADocumentThatIsNotAResultsFileIsBadInputAtItsPointer) {
     return {};
   };
   EXPECT_EQ(issue(J{{"a", 1}}).pointer, "");
-  EXPECT_EQ(issue(J{{"schema_version", 2}, {"sweeps", J::object()}}).pointer, "/schema_version");
+  EXPECT_EQ(issue(J{{"schema_version", 3}, {"sweeps", J::object()}}).pointer, "/schema_version");
   J j = current();
   j["sweeps"].begin().value()["run"]["nodes"][0]["state"] = "melted";
   const auto bad_state = issue(j);

@@ -42,6 +42,36 @@ struct Discard : RecordSink {
   void eval(const EvalRecord&) override {}
 };
 
+// What a suite config says about a log's metrics: its baseline, convergence, loss curve and error
+// patterns, and the devices and confidence the command line did not set.
+void apply_config(const std::string& config, bool devices, bool confidence, MetricsContext& ctx,
+                  std::vector<ErrorPattern>& patterns) {
+  auto cfg = load_config(config, {.user = "", .require_threshold_file = false});
+  ctx.scaling_baseline = cfg.scaling_baseline;
+  ctx.convergence = cfg.convergence;
+  ctx.loss_curve = cfg.loss_curve;
+  if (devices) ctx.gpus_per_node = cfg.gpus_per_node;
+  patterns = cfg.error_patterns;
+  if (confidence) ctx.confidence = cfg.statistics.confidence;
+}
+
+// A step whose loss or rate is not finite: said on stderr, where it was read, and in the output.
+void report_nonfinite(const FirstNonFinite& nonfinite, const std::string& source,
+                      nlohmann::ordered_json& out) {
+  if (!nonfinite.seen) return;
+  const auto& [r, bad] = *nonfinite.seen;
+  const std::string where = source + ":" + std::to_string(r.line_no);
+  out["nonfinite"] = {{"field", bad.field},
+                      {"value", std::to_string(bad.value)},
+                      {"step", r.step},
+                      {"line_no", r.line_no},
+                      {"source", where}};
+  std::cerr
+      << "cvs metrics: " << where << ": non-finite " << bad.field << " (" << bad.value << ") at step "
+      << r.step
+      << ": the step is broken (a timer or a counter went wrong); the run fails as the suite fails it\n";
+}
+
 }  // namespace
 
 int cmd_metrics(const Args& args) {
@@ -66,15 +96,7 @@ int cmd_metrics(const Args& args) {
       app.add_option("--confidence", ctx.confidence, "level of the steady-state intervals (default 0.95)")
           ->check(CLI::Range(0.5, 0.9999));
   if (auto rc = parse_cli(app, args)) return *rc;
-  if (!config.empty()) {
-    auto cfg = load_config(config, {.user = "", .require_threshold_file = false});
-    ctx.scaling_baseline = cfg.scaling_baseline;
-    ctx.convergence = cfg.convergence;
-    ctx.loss_curve = cfg.loss_curve;
-    if (gpn->count() == 0) ctx.gpus_per_node = cfg.gpus_per_node;
-    patterns = cfg.error_patterns;
-    if (conf->count() == 0) ctx.confidence = cfg.statistics.confidence;
-  }
+  if (!config.empty()) apply_config(config, gpn->count() == 0, conf->count() == 0, ctx, patterns);
   ctx.distributed = ctx.num_nodes > 1;
   nlohmann::ordered_json out;
   out["logs"] = logs;
@@ -120,20 +142,7 @@ int cmd_metrics(const Args& args) {
   out["warmup_steps_dropped"] = m.warmup_dropped;
   out["steady_state"] = to_json(steady_state_record(m.steady));
   if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;
-  if (nonfinite.seen) {
-    const auto& [r, bad] = *nonfinite.seen;
-    const std::string where =
-        (metrics_file.empty() ? logs.front() : metrics_file) + ":" + std::to_string(r.line_no);
-    out["nonfinite"] = {{"field", bad.field},
-                        {"value", std::to_string(bad.value)},
-                        {"step", r.step},
-                        {"line_no", r.line_no},
-                        {"source", where}};
-    std::cerr << "cvs metrics: " << where << ": non-finite " << bad.field << " (" << bad.value << ") at step "
-              << r.step
-              << ": the step is broken (a timer or a counter went wrong); the run fails as the suite "
-              << "fails it\n";
-  }
+  report_nonfinite(nonfinite, metrics_file.empty() ? logs.front() : metrics_file, out);
   if (primary->abort) out["aborted_on"] = *primary->abort + " loss";
   out["errors"] = errors;
   out["notes"] = m.notes;

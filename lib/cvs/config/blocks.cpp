@@ -214,6 +214,15 @@ void from_json(JsonReader& r, Statistics& s) {
   r.number("calibration_min_slack_pct", s.calibration_min_slack_pct, 0.0);
 }
 
+void from_json(JsonReader& r, TelemetryGates& t) {
+  r.boolean("enabled", t.enabled);
+  r.number("interval_s", t.interval_s, 0.0);
+  r.boolean("kernel_log", t.kernel_log);
+  r.number("max_ecc_uncorrected", t.max_ecc_uncorrected, 0.0);
+  r.number("max_throttled_fraction", t.max_throttled_fraction, 0.0);
+  r.number("min_cpu_share", t.min_cpu_share, 0.0);
+}
+
 void from_json(JsonReader& r, Smoke& s) {
   r.boolean("enabled", s.enabled);
   r.integer("steps", s.steps, 1);

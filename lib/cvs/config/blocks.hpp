@@ -102,6 +102,19 @@ struct Statistics {
 };
 void from_json(JsonReader& r, Statistics& out);
 
+// Telemetry during every run (not a spec block: cvs-maxtext's own; logs/telemetry.hpp,
+// results/telemetry_record.hpp). The defaults never fail a healthy run: only a kernel log line of
+// a GPU fault, a machine check or a NIC link down, and an uncorrected ECC error, fail one.
+struct TelemetryGates {
+  bool enabled = true;                // sample every node during every run
+  double interval_s = 0;              // 0: the poll interval
+  bool kernel_log = true;             // a failing kernel signature during the run fails the training stage
+  double max_ecc_uncorrected = 0;     // uncorrected ECC errors a GPU may gain during the run
+  double max_throttled_fraction = 1;  // share of samples a GPU may spend slowed (power, thermal); 1: off
+  double min_cpu_share = 0;           // CPUs the training's processes must get on average; 0: off
+};
+void from_json(JsonReader& r, TelemetryGates& out);
+
 struct Smoke {
   bool enabled = true;
   int steps = 5;

@@ -366,6 +366,7 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
   rd.block("convergence", c.convergence);
   rd.block("loss_curve", c.loss_curve);
   rd.block("statistics", c.statistics);
+  rd.block("telemetry", c.telemetry);
   rd.block("smoke", c.smoke);
   rd.block("checkpoint_resume", c.checkpoint_resume);
   c.error_patterns = default_error_patterns();

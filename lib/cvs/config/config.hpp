@@ -40,6 +40,7 @@ struct SuiteConfig {
   Convergence convergence;
   LossCurve loss_curve;
   Statistics statistics;
+  TelemetryGates telemetry;
   Smoke smoke;
   CheckpointResume checkpoint_resume;
   std::vector<ErrorPattern> error_patterns;  // spec defaults when the block is absent

@@ -307,6 +307,12 @@ struct NodeTracker {
   std::string lost;  // why the node counts as unreachable
   std::size_t nan_checked = 0;
   std::string nan_seen;  // a non-finite loss or rate, once seen
+  // The node's telemetry (telemetry.log beside the log; "" when off), what its stream delivered,
+  // and the first kernel line that fails the run.
+  std::string telemetry_file;
+  unsigned long long telemetry_offset = 0;
+  TelemetryParser telemetry;
+  std::string kernel_failure;
 
   // A step's non-finite loss or rate, each step looked at once.
   const std::string& check_finite(const std::string& node);
@@ -314,7 +320,7 @@ struct NodeTracker {
   std::string death(const NodeOutcome& no, bool stop_sent) const;
   bool workload_failed(const NodeOutcome& no) const {
     const auto& sr = scanner->result();
-    return sr.first_error() || sr.abort || !nan_seen.empty() ||
+    return sr.first_error() || sr.abort || !nan_seen.empty() || !kernel_failure.empty() ||
            (no.state == NodeState::Exited && no.exit_code != 0);
   }
 };
@@ -332,6 +338,15 @@ const std::string& NodeTracker::check_finite(const std::string& node) {
 }
 
 std::string NodeTracker::death(const NodeOutcome& no, bool stop_sent) const {
+  // Killed (SIGKILL: exit 137, or gone) with an OOM kill in the node's kernel log during the run:
+  // the OOM killer, said as such (a run this suite stopped ends "stopped", never here).
+  const bool killed = no.state == NodeState::Gone || (no.state == NodeState::Exited && no.exit_code == 137);
+  if (killed)
+    for (const auto& k : telemetry.kernel())
+      if (k.pattern && k.pattern->kind == KernelPattern::Kind::OomKill)
+        return no.node + ": the training was killed by the kernel's OOM killer (out of memory): '" + k.text +
+               "'; last step " + (no.last_step ? std::to_string(*no.last_step) : std::string("none")) +
+               ", log " + log;
   if (no.state == NodeState::Gone)
     return no.node + ": the training process is gone without an exit code (killed?); last step " +
            (no.last_step ? std::to_string(*no.last_step) : std::string("none")) + ", log " + log;
@@ -373,6 +388,10 @@ class Launcher::RunMonitor {
 
  private:
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
+  double telemetry_interval_s() const {
+    const double poll = std::chrono::duration<double>(l_.policy_.interval).count();
+    return l_.cfg_.telemetry.interval_s > 0 ? l_.cfg_.telemetry.interval_s : poll;
+  }
   ProcRequest stream_request(std::size_t r) const;
   void apply(std::size_t r, StreamFrame& f);
   void check_stream(std::size_t r, StreamUpdate& u);
@@ -416,6 +435,7 @@ std::string Launcher::RunMonitor::prepare() {
     t.rc = nd + "/exit_code";
     t.pid = nd + "/pid";
     t.yaml = tdir + "/node-" + std::to_string(r) + "/maxtext.yml";
+    if (l_.cfg_.telemetry.enabled) t.telemetry_file = nd + "/telemetry.log";
     auto& no = out_.nodes[r];
     no.node = l_.cluster_.nodes[r].name;
     no.rank = static_cast<int>(r);
@@ -452,8 +472,10 @@ std::string Launcher::RunMonitor::start() {
   std::vector<EnvList> envs(n_);
   for (std::size_t r = 0; r < n_; ++r) {
     const auto& t = nodes_[r];
-    auto [train, env] =
-        l_.placement_->training(r, {l_.cfg_.train_params.python, l_.train_script_, t.yaml}, l_.node_env(r));
+    std::vector<std::string> argv = {l_.cfg_.train_params.python, l_.train_script_, t.yaml};
+    if (!t.telemetry_file.empty())
+      argv = agent::with_telemetry(t.telemetry_file, telemetry_interval_s(), argv);
+    auto [train, env] = l_.placement_->training(r, argv, l_.node_env(r));
     envs[r] = std::move(env);
     per_node[r] = agent::start_detached(
         t.log, t.rc, t.pid, train,
@@ -482,7 +504,7 @@ ProcRequest Launcher::RunMonitor::stream_request(std::size_t r) const {
   const auto& t = nodes_[r];
   const double interval_s = std::chrono::duration<double>(l_.policy_.interval).count();
   auto program = agent::stream(t.log, t.rc, t.pid, t.offset, interval_s, l_.policy_.max_bytes_per_frame,
-                               l_.policy_.stop_grace_s);
+                               l_.policy_.stop_grace_s, t.telemetry_file, t.telemetry_offset);
   return ProcRequest{l_.agent_argv(r, program), {}, l_.cluster_.nodes[r].name};
 }
 
@@ -495,7 +517,8 @@ void Launcher::RunMonitor::open_streams() {
   for (std::size_t r = 0; r < n_; ++r) {
     const auto& t = nodes_[r];
     if (l_.placement_->logs_here())
-      streams_.add_local({t.log, t.rc, t.pid, t.offset, p.interval, p.max_bytes_per_frame, p.stop_grace_s});
+      streams_.add_local({t.log, t.rc, t.pid, t.offset, p.interval, p.max_bytes_per_frame, p.stop_grace_s,
+                          t.telemetry_file, t.telemetry_offset});
     else
       streams_.add(stream_request(r));
   }
@@ -505,6 +528,16 @@ void Launcher::RunMonitor::open_streams() {
 void Launcher::RunMonitor::apply(std::size_t r, StreamFrame& f) {
   auto& t = nodes_[r];
   auto& no = out_.nodes[r];
+  if (f.telemetry) {
+    t.telemetry_offset += f.data.size();
+    t.telemetry.feed(f.data);
+    // A GPU fault, a machine check or a NIC going down on the node during the run fails it, as
+    // an error line does (config telemetry.kernel_log).
+    for (const auto& k : t.telemetry.take_new_kernel_lines())
+      if (k.pattern->fails && l_.cfg_.telemetry.kernel_log && t.kernel_failure.empty())
+        t.kernel_failure = no.node + ": kernel log: " + k.meaning() + ": '" + k.text + "'";
+    return;
+  }
   if (f.size >= 0 && static_cast<unsigned long long>(f.size) < t.offset && shrank_.empty())
     shrank_ = no.node + ": " + t.log + " shrank during the run (truncated or replaced)";
   if (!f.data.empty()) {
@@ -580,6 +613,7 @@ std::string Launcher::RunMonitor::verdict() {
     } else if (const auto& nan = t.check_finite(no.node); !nan.empty()) {
       errors.push_back(nan);
     }
+    if (!t.kernel_failure.empty()) errors.push_back(t.kernel_failure);
   }
   std::string failure;
   for (const auto* list : {&dead, &errors})
@@ -659,6 +693,8 @@ void Launcher::RunMonitor::finish_scans() {
   for (std::size_t r = 0; r < n_; ++r) {
     nodes_[r].scanner->finish();
     out_.nodes[r].scan = nodes_[r].scanner->result();
+    if (!nodes_[r].telemetry_file.empty())
+      out_.nodes[r].telemetry = summarize_telemetry(out_.nodes[r].node, nodes_[r].telemetry);
     nodes_[r].copy->flush();
     mine.push_back(nodes_[r].pid);
   }

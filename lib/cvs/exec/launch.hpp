@@ -18,6 +18,7 @@
 #include "cvs/exec/runtime.hpp"
 #include "cvs/exec/transport.hpp"
 #include "cvs/logs/logscan.hpp"
+#include "cvs/results/telemetry_record.hpp"
 
 namespace cvs {
 
@@ -62,7 +63,8 @@ struct NodeOutcome {
   int exit_code = -1;
   ScanResult scan;
   std::optional<long long> last_step;
-  double last_step_seconds = 0;  // seconds of its last step line (for "slowest node")
+  double last_step_seconds = 0;            // seconds of its last step line (for "slowest node")
+  std::optional<NodeTelemetry> telemetry;  // what its sampler saw (config telemetry.enabled)
 };
 
 struct RunOutcome {

@@ -71,6 +71,23 @@ StreamFrame LocalLogStream::next_frame() {
   return f;
 }
 
+// The telemetry written since the last one, as the stream program sends it (before the log frame).
+std::optional<StreamFrame> LocalLogStream::telemetry_frame() {
+  if (spec_.telemetry.empty()) return std::nullopt;
+  std::error_code ec;
+  const auto size = fs::file_size(spec_.telemetry, ec);
+  if (ec || size <= spec_.telemetry_offset) return std::nullopt;
+  StreamFrame f;
+  f.telemetry = true;
+  std::ifstream in(spec_.telemetry, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(spec_.telemetry_offset));
+  f.data.resize(size - spec_.telemetry_offset);
+  in.read(f.data.data(), static_cast<std::streamsize>(f.data.size()));
+  f.data.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  spec_.telemetry_offset += f.data.size();
+  return f;
+}
+
 void LocalLogStream::stop() {
   if (ended_ || stopping_) return;
   touch(spec_.pid_file + ".stopping");
@@ -96,6 +113,7 @@ std::vector<StreamFrame> LocalLogStream::poll() {
   }
   // At most four full frames per call: a huge backlog is read over several calls.
   for (int k = 0; k < 4 && !ended_ && now >= due_; ++k) {
+    if (auto t = telemetry_frame()) frames.push_back(std::move(*t));
     frames.push_back(next_frame());
     const auto& f = frames.back();
     if (f.state != NodeState::Running && static_cast<long long>(spec_.offset) >= f.size) ended_ = true;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct LocalStreamSpec {
   std::chrono::milliseconds interval{std::chrono::seconds(5)};
   unsigned long long max_bytes = 16u << 20;  // per frame
   int grace_seconds = 10;                    // TERM, then KILL
+  std::string telemetry;  // the node's telemetry file ("": none), streamed before each frame
+  unsigned long long telemetry_offset = 0;
 };
 
 class LocalLogStream {
@@ -34,6 +37,7 @@ class LocalLogStream {
 
  private:
   StreamFrame next_frame();
+  std::optional<StreamFrame> telemetry_frame();
 
   LocalStreamSpec spec_;
   std::chrono::steady_clock::time_point due_{};

@@ -33,11 +33,18 @@ std::vector<std::string> start_detached(const std::string& log, const std::strin
   return v;
 }
 
+namespace {
+std::string seconds(double s) {
+  char iv[32];
+  std::snprintf(iv, sizeof iv, "%.3f", s);
+  return iv;
+}
+}  // namespace
+
 std::vector<std::string> stream(const std::string& log, const std::string& rc_file,
                                 const std::string& pid_file, unsigned long long offset, double interval_s,
-                                unsigned long long max_bytes, int grace_seconds) {
-  char iv[32];
-  std::snprintf(iv, sizeof iv, "%.3f", interval_s);
+                                unsigned long long max_bytes, int grace_seconds,
+                                const std::string& telemetry_file, unsigned long long telemetry_offset) {
   return {"sh",
           "-c",
           with_common(scripts::stream),
@@ -46,9 +53,24 @@ std::vector<std::string> stream(const std::string& log, const std::string& rc_fi
           rc_file,
           pid_file,
           std::to_string(offset),
-          iv,
+          seconds(interval_s),
           std::to_string(max_bytes),
-          std::to_string(grace_seconds)};
+          std::to_string(grace_seconds),
+          telemetry_file,
+          std::to_string(telemetry_offset)};
+}
+
+std::vector<std::string> with_telemetry(const std::string& out, double interval_s,
+                                        const std::vector<std::string>& argv) {
+  std::vector<std::string> v = {"sh",
+                                "-c",
+                                scripts::with_telemetry,
+                                "cvs-train",
+                                out,
+                                seconds(interval_s),
+                                with_common(scripts::telemetry)};
+  v.insert(v.end(), argv.begin(), argv.end());
+  return v;
 }
 
 std::vector<std::string> stop(const std::string& pid_file, int grace_seconds) {

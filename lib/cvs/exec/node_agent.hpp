@@ -33,9 +33,18 @@ std::vector<std::string> start_detached(const std::string& log, const std::strin
 // grace_seconds) and the final frame follows at once; a run that was already dead when the stop
 // came keeps its own state (gone or exited), so the cause is not hidden by the stop. End of
 // input means the controller is gone and ends the stream, never the run.
+// With a telemetry file, each interval also sends "CVS-TELEMETRY <n>\n" and the n bytes of it
+// after what was sent (from telemetry_offset), before the log frame.
 std::vector<std::string> stream(const std::string& log, const std::string& rc_file,
                                 const std::string& pid_file, unsigned long long offset, double interval_s,
-                                unsigned long long max_bytes, int grace_seconds);
+                                unsigned long long max_bytes, int grace_seconds,
+                                const std::string& telemetry_file = "",
+                                unsigned long long telemetry_offset = 0);
+
+// argv run with the telemetry sampler beside it (telemetry.sh, every interval_s, appending to
+// `out`), exiting with argv's exit code after the sampler's last sample.
+std::vector<std::string> with_telemetry(const std::string& out, double interval_s,
+                                        const std::vector<std::string>& argv);
 
 // TERM to the run's whole session, KILL after a grace period.
 std::vector<std::string> stop(const std::string& pid_file, int grace_seconds);

@@ -54,6 +54,21 @@ std::vector<StreamFrame> FrameParser::feed(std::string_view bytes) {
     const std::string header = buf_.substr(pos, nl - pos);
     pos = nl + 1;
     StreamFrame f;
+    if (header.rfind("CVS-TELEMETRY ", 0) == 0) {
+      long long tn = -1;
+      if (std::sscanf(header.c_str() + 14, "%lld", &tn) != 1 || tn < 0) {
+        error_ = "not a telemetry header: '" + header.substr(0, 120) + "'";
+        break;
+      }
+      f.telemetry = true;
+      need_ = static_cast<std::size_t>(tn);
+      open_ = std::move(f);
+      if (need_ == 0) {
+        frames.push_back(std::move(*open_));
+        open_.reset();
+      }
+      continue;
+    }
     char state[64] = {0};
     long long n = -1;
     int consumed = 0;

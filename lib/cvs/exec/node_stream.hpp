@@ -22,12 +22,14 @@ struct LocalStreamSpec;  // local_log_stream.hpp
 // A frame header's state word; nullopt for anything else.
 std::optional<NodeState> frame_state(std::string_view word);
 
-// One frame of a stream: "CVS-FRAME <size> <n> <state>\n" then exactly n log bytes.
+// One frame of a stream: "CVS-FRAME <size> <n> <state>\n" then exactly n log bytes; or
+// "CVS-TELEMETRY <n>\n" then n bytes of the node's telemetry (telemetry = true, no state).
 struct StreamFrame {
   long long size = -1;  // the log's size when the frame was cut; -1: no log yet
   NodeState state = NodeState::Running;
-  int exit_code = -1;  // with "exited"
-  std::string data;    // the log bytes that follow what earlier frames carried
+  int exit_code = -1;      // with "exited"
+  std::string data;        // the log (or telemetry) bytes that follow what earlier frames carried
+  bool telemetry = false;  // a telemetry frame: data is the sampler's, the state says nothing
 };
 
 // Cuts a byte stream into frames; bytes may arrive split anywhere.

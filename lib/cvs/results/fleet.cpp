@@ -162,6 +162,10 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
     s.nodes.push_back(std::move(ns));
   }
   fact_evidence(nodes, s.nodes);
+  // A suspect's telemetry says why, in words: the cause beside the symptom.
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (s.nodes[i].suspect && !nodes[i].telemetry.empty())
+      s.nodes[i].evidence.push_back({"telemetry", 0, 0, 0, 0, "telemetry: " + nodes[i].telemetry});
   std::stable_sort(s.nodes.begin(), s.nodes.end(), [](const NodeScore& a, const NodeScore& b) {
     if (a.suspect != b.suspect) return a.suspect;
     if (a.worst_z != b.worst_z) return a.worst_z > b.worst_z;
@@ -219,6 +223,11 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
   for (std::size_t at; (at = n.failure.find('\n')) != std::string::npos;)
     n.failure.replace(at, 1, at + 1 < n.failure.size() ? " / " : "");
   for (const auto& [key, sweep] : r.sweeps) {
+    for (const auto& rn : sweep.run.nodes)
+      if (rn.telemetry)
+        if (const auto why = explain_telemetry(*rn.telemetry);
+            !why.empty() && n.telemetry.find(why) == std::string::npos)
+          n.telemetry += (n.telemetry.empty() ? "" : "; ") + key + ": " + why;
     for (const auto& [metric, v] : sweep.metrics)
       if (!std::isnan(v) && is_fleet_metric(metric)) n.figures[key + " " + metric] = v;
     if (!sweep.steady_state) continue;

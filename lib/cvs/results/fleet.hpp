@@ -51,6 +51,7 @@ struct FleetNode {
   std::map<std::string, double> figures;     // "<sweep> <metric>" or "probe <what>" -> value
   std::map<std::string, double> steady;      // "<sweep> <metric>" -> its steady-state estimate
   std::map<std::string, std::string> facts;  // the probe's: gpus, device_kind, jax_version, ...
+  std::string telemetry;                     // what its telemetry shows, in words (explain_telemetry)
 };
 
 struct FleetEvidence {

@@ -14,7 +14,7 @@ using J = nlohmann::ordered_json;
 
 namespace {
 
-constexpr const char* kFix = "pass a results.json that a cvs suite wrote (schema_version 1)";
+constexpr const char* kFix = "pass a results.json that a cvs suite wrote (schema_version 1 or 2)";
 
 J number_or_null(double v) {
   return std::isfinite(v) ? J(v) : J(nullptr);
@@ -128,7 +128,7 @@ J run_json(const RunRecord& o) {
                         {"line_no", o.first_error->line_no},
                         {"line", o.first_error->line}};
   J nodes = J::array();
-  for (const auto& n : o.nodes)
+  for (const auto& n : o.nodes) {
     nodes.push_back({{"node", n.node},
                      {"rank", n.rank},
                      {"state", std::string(to_string(n.state))},
@@ -137,6 +137,8 @@ J run_json(const RunRecord& o) {
                      {"log", n.log},
                      {"last_step", opt(n.last_step)},
                      {"errors", n.errors}});
+    if (n.telemetry) nodes.back()["telemetry"] = to_json(*n.telemetry);
+  }
   j["nodes"] = nodes;
   if (o.maxtext_yaml) j["maxtext_yaml"] = *o.maxtext_yaml;
   return j;
@@ -303,7 +305,9 @@ RunRecord read_run(const In& in) {
                     n.str("remote_log"),
                     n.str("log"),
                     n.nullable_int("last_step"),
-                    n.integer<std::size_t>("errors")};
+                    n.integer<std::size_t>("errors"),
+                    {}};
+    if (const J* tj = n.find("telemetry")) r.telemetry = telemetry_from_json(*tj);
     const auto state = node_state_from_string(n.str("state", "not started"));
     if (!state) n.fail(n.at_ptr("state"), "is not a node state");
     r.state = *state;
@@ -704,8 +708,9 @@ Results results_from_json(const J& j, const std::string& file) {
   const In root(j, "", file);
   Results r;
   r.schema_version = root.integer<int>("schema_version", 0);
-  if (r.schema_version != kResultsSchemaVersion)
-    root.fail("/schema_version", "is " + std::to_string(r.schema_version) + ", not 1");
+  if (r.schema_version < 1 || r.schema_version > kResultsSchemaVersion)
+    root.fail("/schema_version", "is " + std::to_string(r.schema_version) + ", not 1 or 2 (this cvs reads " +
+                                     "up to " + std::to_string(kResultsSchemaVersion) + ")");
   r.suite = root.str("suite");
   r.started_at = root.str("started_at");
   r.finished_at = root.str("finished_at");

@@ -16,10 +16,13 @@
 #include "cvs/catalog/node_state.hpp"
 #include "cvs/catalog/outcome.hpp"
 #include "cvs/results/compare.hpp"
+#include "cvs/results/telemetry_record.hpp"
 
 namespace cvs {
 
-inline constexpr int kResultsSchemaVersion = 1;
+// 2: a run's nodes carry their telemetry; steady_state says its source, correlation and batches;
+// evaluations carry the point figure apart. Files of schema 1 read as ever.
+inline constexpr int kResultsSchemaVersion = 2;
 
 // gtest's word for a test: PASS, FAIL, SKIPPED.
 enum class TestStatus { Pass, Fail, Skipped };
@@ -46,6 +49,7 @@ struct NodeRunRecord {
   std::string log;  // relative to the report folder
   std::optional<long long> last_step;
   std::size_t errors = 0;
+  std::optional<NodeTelemetry> telemetry;  // what its sampler saw during the run
 };
 
 // One training run (a sweep's, the smoke's, a checkpoint phase's).

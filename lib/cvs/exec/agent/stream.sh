@@ -1,8 +1,8 @@
 # shellcheck shell=sh
 # shellcheck disable=SC2154 # p is set by run_pid, from common.sh, prepended at build time
-# stream LOG RC_FILE PID_FILE OFFSET INTERVAL_S MAX_BYTES GRACE: the log stream of one node (see
-# node_agent.hpp for the frame protocol). Per interval it runs stat, head (when there is news) and
-# sleep; everything else is builtin.
+# stream LOG RC_FILE PID_FILE OFFSET INTERVAL_S MAX_BYTES GRACE [TELEMETRY TOFF]: the log stream of
+# one node (see node_agent.hpp for the frame protocol). Per interval it runs stat, head (when there
+# is news) and sleep, and stat and head for the telemetry file; everything else is builtin.
 log=$1
 rcf=$2
 pidf=$3
@@ -10,7 +10,10 @@ off=$4
 iv=$5
 max=$6
 grace=$7
+tel=${8:-}
+toff=${9:-0}
 opened=0
+topened=0
 exec 4<&0
 # The stop reader: a background list reads the controller's lines from fd 4 (its own stdin is
 # /dev/null by POSIX rule), stops the run, and wakes the main loop (USR1 ends its wait) for the
@@ -67,6 +70,21 @@ while :; do
       st=gone
     fi
   fi
+  # The telemetry written so far, before the log frame: the final frame ends the stream, and by
+  # then the sampler has written its last sample (with_telemetry waits for it).
+  if [ -n "$tel" ]; then
+    tsize=$(stat -c %s "$tel" 2>/dev/null || echo 0)
+    if [ "$tsize" -gt "$toff" ]; then
+      if [ $topened = 0 ]; then
+        exec 6<"$tel"
+        topened=1
+        if [ "$toff" -gt 0 ]; then head -c "$toff" <&6 >/dev/null; fi
+      fi
+      printf 'CVS-TELEMETRY %s\n' $((tsize - toff)) || exit 0
+      head -c $((tsize - toff)) <&6
+      toff=$tsize
+    fi
+  fi
   size=$(stat -c %s "$log" 2>/dev/null || echo -1)
   n=0
   if [ "$size" -gt "$off" ]; then n=$((size - off)); fi
@@ -90,7 +108,7 @@ while :; do
   # sleeps hold none of the stream's pipes or files: the stream ends when its loop does.
   if [ "$n" -lt "$max" ] && [ $woke = 0 ]; then
     # shellcheck disable=SC2217 # closes the stream's pipes and the log for the sleep
-    sleep "$iv" </dev/null >/dev/null 2>&1 3<&- 4<&- &
+    sleep "$iv" </dev/null >/dev/null 2>&1 3<&- 4<&- 6<&- &
     s=$!
     [ $woke = 0 ] && wait $s
     kill $s 2>/dev/null

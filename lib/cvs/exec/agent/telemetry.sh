@@ -1,0 +1,98 @@
+# shellcheck shell=sh
+# shellcheck disable=SC2154 # alive comes from common.sh, prepended at build time
+# telemetry OUT INTERVAL_S PID: appends samples of the node to OUT every INTERVAL_S while PID (the
+# training) lives, and one more after it is gone or a USR1 says so (with_telemetry, once the
+# training ended); the lines are described in logs/telemetry.hpp. Started beside the training, in
+# its session: a stop that ends the session ends it too. Nothing it cannot read stops it: it says
+# so once, in an N line.
+out=$1
+iv=$2
+pid=$3
+exec 5>>"$out" || exit 0
+exec </dev/null >/dev/null 2>&1
+tick=$(getconf CLK_TCK 2>/dev/null) || tick=100
+cores=$(nproc 2>/dev/null) || cores=0
+tool=none
+for t in nvidia-smi amd-smi rocm-smi; do
+  if command -v "$t" >/dev/null 2>&1; then
+    tool=$t
+    break
+  fi
+done
+printf 'H tick=%s cores=%s tool=%s\n' "$tick" "$cores" "$tool" >&5
+case $tool in
+  nvidia-smi) v=$(nvidia-smi --version 2>&1 | tr '\n' ' ') ;;
+  amd-smi) v=$(amd-smi version 2>&1 | tr '\n' ' ') ;;
+  rocm-smi) v=$(rocm-smi --version 2>&1 | tr '\n' ' ') ;;
+  *) v= ;;
+esac
+[ -n "$v" ] && printf 'V %s\n' "$v" >&5
+# The kernel log from now on: /dev/kmsg open on fd 7 for the whole run, its old records read
+# away once; each sample then reads only the records written since (the fd keeps its place).
+kmsg=0
+# (A failing exec would end the shell: true, a regular builtin, tries the open first.)
+if true 7</dev/kmsg 2>/dev/null; then
+  exec 7</dev/kmsg
+  dd bs=16384 iflag=nonblock <&7 >/dev/null 2>&1
+  kmsg=1
+else
+  printf 'N kernel log not readable: %s\n' "$(dd if=/dev/kmsg bs=16384 count=1 iflag=nonblock 2>&1 >/dev/null | tail -n 1)" >&5
+fi
+psi() {  # the "some" total (microseconds) of /proc/pressure/$1, or -
+  v=-
+  if [ -r "/proc/pressure/$1" ]; then
+    while read -r kind _ _ _ total; do
+      [ "$kind" = some ] && v=${total#total=}
+    done <"/proc/pressure/$1"
+  fi
+  printf '%s' "$v"
+}
+sample() {
+  read -r up _ </proc/uptime
+  # The training's CPU time, with the children it reaped (one read: the training is one process).
+  ticks=-
+  if read -r l <"/proc/$pid/stat" 2>/dev/null; then
+    r=${l##*) }
+    # shellcheck disable=SC2086 # fields split on purpose
+    set -- $r
+    ticks=$((${12} + ${13} + ${14} + ${15}))
+  fi
+  mem=-
+  while read -r k v _; do
+    if [ "$k" = MemAvailable: ]; then mem=$v; fi
+  done </proc/meminfo
+  printf 'S %s cpu=%s psi_cpu=%s psi_mem=%s psi_io=%s mem_kb=%s\n' "$up" "$ticks" "$(psi cpu)" "$(psi memory)" \
+    "$(psi io)" "$mem" >&5
+  case $tool in
+    nvidia-smi)
+      nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,temperature.gpu,temperature.memory,utilization.gpu,clocks_event_reasons.active,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,pcie.link.width.current,pcie.link.width.max,pcie.link.gen.current,pcie.link.gen.max \
+        --format=csv,noheader,nounits 2>&1 | sed 's/^/G /' >&5
+      ;;
+    amd-smi)
+      amd-smi metric --json 2>&1 | sed 's/^/J /' >&5
+      echo E >&5
+      ;;
+    rocm-smi)
+      rocm-smi --showtemp --showpower --showclocks --showuse --json 2>&1 | sed 's/^/J /' >&5
+      echo E >&5
+      ;;
+  esac
+  # The kernel's new records (their continuation lines, which start with a space, left out).
+  if [ $kmsg = 1 ]; then dd bs=16384 iflag=nonblock <&7 2>/dev/null | sed -n 's/^\([0-9]\)/K \1/p' >&5; fi
+}
+woke=0
+trap 'woke=1' USR1
+while :; do
+  sample
+  if [ $woke = 1 ] || ! alive "$pid"; then break; fi
+  # A USR1 during the sleep ends the wait: the last sample follows at once.
+  sleep "$iv" 5>&- 7<&- &
+  s=$!
+  [ $woke = 0 ] && wait $s
+  kill $s 2>/dev/null
+  if [ $woke = 1 ] || ! alive "$pid"; then
+    sample
+    break
+  fi
+done
+echo F >&5

@@ -1,0 +1,18 @@
+# shellcheck shell=sh
+# with_telemetry OUT INTERVAL_S SAMPLER ARGV...: runs ARGV (the training) with the telemetry
+# sampler (SAMPLER: telemetry.sh's text) beside it, in the same session, and exits with ARGV's
+# exit code once the sampler has taken its last sample: by the time the run's exit code is written,
+# everything the node saw during the run is in OUT.
+out=$1
+iv=$2
+prog=$3
+shift 3
+"$@" &
+child=$!
+sh -c "$prog" cvs-telemetry "$out" "$iv" "$child" </dev/null >/dev/null 2>&1 &
+sampler=$!
+wait "$child"
+rc=$?
+kill -USR1 "$sampler" 2>/dev/null
+wait "$sampler"
+exit $rc

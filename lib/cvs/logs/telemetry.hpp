@@ -1,0 +1,106 @@
+// What a node's telemetry sampler saw during a run (lib/cvs/exec/agent/telemetry.sh): its lines
+// parsed, the vendor tool's output read, the kernel log matched against a catalog of failure
+// signatures. Lines, one per fact:
+//   H tick=<CLK_TCK> cores=<n> tool=<nvidia-smi|amd-smi|rocm-smi|none>
+//   V <the vendor tool's version output>
+//   S <uptime s> cpu=<the training's CPU ticks, reaped children's included> psi_cpu=<us> psi_mem=<us>
+//     psi_io=<us> mem_kb=<MemAvailable>
+//     ("-" for what could not be read; the PSI figures are the "some" totals)
+//   G <nvidia-smi --query-gpu CSV row>              one per GPU, after its S
+//   J <a line of amd-smi / rocm-smi JSON>, then E   after its S
+//   K <a /dev/kmsg record: prio,seq,usec,flags;text>
+//   N <a note: what could not be read>
+//   F                                               the sampler's last line
+// A tool output that does not parse becomes a note naming the tool and its version; nothing here
+// throws on what a node sends.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cvs {
+
+enum class GpuTool { None, NvidiaSmi, AmdSmi, RocmSmi };
+const char* to_string(GpuTool t);
+
+struct GpuSample {
+  int index = 0;
+  std::optional<double> power_w, sm_clock_mhz, mem_clock_mhz, temp_c, temp_hotspot_c, temp_mem_c, util_pct;
+  std::vector<std::string> throttle;  // the reasons slowing the clocks now (power cap, thermal, ...)
+  std::optional<double> ecc_corrected, ecc_uncorrected;  // counters since the driver loaded
+  std::optional<double> pcie_width, pcie_width_max, pcie_gen, pcie_gen_max;
+};
+
+struct HostSample {
+  double t = 0;  // the node's uptime, seconds
+  std::optional<double> cpu_ticks, psi_cpu_us, psi_mem_us, psi_io_us, mem_available_kb;
+  std::vector<GpuSample> gpus;
+};
+
+// A kernel log signature: what it looks like and what it means.
+struct KernelPattern {
+  enum class Kind { Gpu, MachineCheck, Nic, OomKill, Segfault };
+  std::string_view name;
+  std::string_view regex;    // RE2, case-insensitive
+  std::string_view meaning;  // in words, for the message
+  Kind kind;
+  // Seen during a run, it fails the training stage (GPU faults, machine checks, a NIC link down).
+  // An OOM kill or a segfault names the cause when the training died, and is recorded otherwise
+  // (it may be another process's).
+  bool fails;
+};
+const std::vector<KernelPattern>& kernel_patterns();
+// The first pattern the kernel log text matches; nullptr for none. An NVIDIA Xid line names its
+// code: `xid` gets it.
+const KernelPattern* match_kernel_line(std::string_view text, int* xid = nullptr);
+
+struct KernelLine {
+  double t = 0;  // seconds since boot
+  std::string text;
+  const KernelPattern* pattern = nullptr;
+  int xid = 0;  // an NVIDIA Xid's code
+  std::string meaning() const;
+};
+
+// Parses a sampler's output as it arrives (bytes split anywhere).
+class TelemetryParser {
+ public:
+  void feed(std::string_view bytes);
+
+  GpuTool tool() const { return tool_; }
+  const std::string& tool_version() const { return tool_version_; }
+  double tick_hz() const { return tick_; }
+  int cores() const { return cores_; }
+  bool finished() const { return finished_; }
+  const std::vector<HostSample>& samples() const { return samples_; }
+  const std::vector<KernelLine>& kernel() const { return kernel_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  // Kernel lines not yet taken (the run monitor acts on each once).
+  std::vector<KernelLine> take_new_kernel_lines();
+
+ private:
+  void line(std::string_view l);
+  void json_block();
+  void note(const std::string& n);
+
+  std::string buf_, json_;
+  GpuTool tool_ = GpuTool::None;
+  std::string tool_version_;
+  double tick_ = 100;
+  int cores_ = 0;
+  bool finished_ = false;
+  std::vector<HostSample> samples_;
+  std::vector<KernelLine> kernel_;
+  std::size_t kernel_taken_ = 0;
+  std::vector<std::string> notes_;
+};
+
+// The vendor tools' outputs, one GPU each (exposed for the tests of recorded outputs).
+std::optional<GpuSample> parse_nvidia_smi_row(std::string_view csv);
+std::vector<GpuSample> parse_amd_smi_metric(std::string_view json);
+std::vector<GpuSample> parse_rocm_smi(std::string_view json);
+
+}  // namespace cvs

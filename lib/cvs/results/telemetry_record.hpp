@@ -1,0 +1,70 @@
+// A node's telemetry over one run, summarised for results.json, the gates, the words that explain
+// a verdict, and the report's strip charts (what the sampler's lines say: logs/telemetry.hpp).
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cvs/config/blocks.hpp"
+#include "cvs/logs/telemetry.hpp"
+
+namespace cvs {
+
+// A figure over the run's samples.
+struct Spread {
+  double min = 0, median = 0, max = 0;
+};
+
+struct GpuTelemetry {
+  int index = 0;
+  std::map<std::string, Spread> figures;  // power_w, sm_clock_mhz, mem_clock_mhz, temp_c, temp_hotspot_c, ...
+  std::size_t samples = 0;
+  double throttled_fraction = 0;                                     // of the samples with a slowing reason
+  std::map<std::string, double> throttle_reasons;                    // reason -> fraction of the samples
+  std::optional<double> ecc_corrected_delta, ecc_uncorrected_delta;  // last - first sample
+  std::optional<double> pcie_width_min, pcie_width_max, pcie_gen_min, pcie_gen_max;  // seen / capable
+  std::vector<double> sm_clock_mhz, power_w, temp_c;                                 // per sample (the chart)
+};
+
+struct KernelEvent {
+  double t = 0;  // seconds since the node's boot
+  std::string text, pattern, meaning;
+  bool fails = false;
+};
+
+struct NodeTelemetry {
+  std::string node;
+  std::string tool, tool_version;
+  std::size_t samples = 0;
+  double seconds = 0;
+  int cores = 0;
+  std::optional<Spread> cpu_share;  // CPUs the training's processes used (CPU seconds / wall seconds)
+  std::optional<Spread> psi_cpu, psi_memory, psi_io;  // share of the time some task stalled on it
+  std::optional<double> mem_available_min_gb;
+  std::vector<double> t, cpu_share_series, psi_cpu_series;  // per interval between samples (the chart)
+  std::vector<GpuTelemetry> gpus;
+  std::vector<KernelEvent> kernel;
+  std::vector<std::string> notes;  // what could not be read, once each
+};
+
+// results.json's "telemetry" of a node's run (schema 2) and back; reading is lenient (an older or
+// partial record reads as what it has).
+nlohmann::ordered_json to_json(const NodeTelemetry& t);
+NodeTelemetry telemetry_from_json(const nlohmann::ordered_json& j);
+
+// The summary of what a node's sampler sent during one run.
+NodeTelemetry summarize_telemetry(const std::string& node, const TelemetryParser& p);
+
+// The telemetry block's gates this node's run did not meet, one sentence each (the training stage
+// fails with them). Kernel lines are not here: the run stops on them as on an error line.
+std::vector<std::string> telemetry_violations(const NodeTelemetry& t, const TelemetryGates& gates);
+
+// What in a node's telemetry explains a slow or failed run, in words ("GPU 3 throttled (thermal)
+// in 62 % of samples, hotspot 104 C"; "the training had 0.15 CPUs, PSI cpu some 84 %"); empty when
+// nothing stands out.
+std::string explain_telemetry(const NodeTelemetry& t);
+
+}  // namespace cvs

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Telemetry on real MaxText runs (the CPU default, training only), for real on this host:
+#   1. a line written to /dev/kmsg during a run in the NVIDIA Xid 79 form fails that run with the
+#      line; the same in the amdgpu ring-timeout form; the same run without a line PASSes;
+#   2. the training OOM-killed in a memory cgroup is named as killed by the OOM killer, with the
+#      kernel's line, not as "exited 137";
+#   3. a stand-in nvidia-smi on PATH (a double at the vendor tool's process boundary: no GPU here)
+#      playing recorded outputs (healthy, then a throttling GPU 3, then an ECC increment on GPU 5)
+#      reaches results.json's telemetry record, the ECC gate (the training stage fails), the words
+#      on a failing speed gate, and the report's strip chart.
+# Runs serially (ctest RUN_SERIAL): the kernel log is the machine's, and its lines reach every run.
+#   telemetry_test.sh SUITE_BINARY BASE_CONFIG OUT_DIR
+set -euo pipefail
+suite=$1; base=$2; out=$3
+rm -rf "$out"; mkdir -p "$out"
+export CVS_CALIBRATION_DIR="$out/no-calibration"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+fail() { echo "FAIL: $*"; exit 1; }
+[[ -w /dev/kmsg ]] || { echo "SKIPPED: /dev/kmsg is not writable here"; exit 77; }
+
+python3 - "$base" "$out" "$root" <<'PY'
+import json, sys
+base, out, root = sys.argv[1:]
+c = json.load(open(base))
+c["smoke"]["enabled"] = False
+c["checkpoint_resume"]["enabled"] = False
+c["runs"] = ["BS=2,PRECISION=BF16,SL=128"]
+c["train_params"]["maxtext_config"]["steps"] = 400  # ~6 s of steps: room to write a line mid-run
+c["threshold_json"] = "base_threshold.json"  # 400 steps: only the loss's trend is gated
+json.dump({"BS=2,PRECISION=BF16,SL=128": {"training.loss_decreased": {"kind": "min", "value": 1}}},
+          open(f"{out}/base_threshold.json", "w"))
+json.dump(c, open(f"{out}/config.json", "w"), indent=1)
+# The OOM case: the training's python moves itself into a memory cgroup of 300 MiB first.
+oom = json.loads(json.dumps(c))
+oom["train_params"]["python"] = f"{out}/python_in_cgroup.sh"
+json.dump(oom, open(f"{out}/oom.json", "w"), indent=1)
+# The stand-in case: a throughput gate no CPU meets, so its message carries the telemetry's words.
+gpu = json.loads(json.dumps(c))
+gpu["threshold_json"] = "gpu_threshold.json"
+json.dump(gpu, open(f"{out}/gpu.json", "w"), indent=1)
+json.dump({"BS=2,PRECISION=BF16,SL=128": {"training.tokens_per_sec_per_gpu": {"kind": "min_tok_s", "value": 1e12}}},
+          open(f"{out}/gpu_threshold.json", "w"))
+PY
+
+run() {  # name config [env...]: the suite on a config, training only; exit code in $rc
+  local name=$1 cfg=$2; shift 2
+  rc=0
+  env "$@" "$suite" --config "$cfg" --output "$out/$name" --quiet --poll-interval-s 1 --startup-budget-s 300 \
+    --step-budget-s 30 '--gtest_filter=test_setup*:sweep/test_training_run*:sweep/test_metric*' \
+    >"$out/$name.log" 2>&1 || rc=$?
+}
+
+# Waits for the run's training log (on this host: the local runtime) to show step 20, then
+# writes the line to the kernel log.
+inject_mid_run() {  # line
+  local log=""
+  for _ in $(seq 1 600); do
+    log=$(find /tmp/"$(id -un)"/cvs-maxtext/LOGS/jaxmaxtext -path '*BS_2*' -name training.log -newer "$out/config.json" \
+          2>/dev/null | head -n 1)
+    if [[ -n "$log" ]] && grep -q "completed step: 20," "$log"; then
+      echo "$1" >/dev/kmsg
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "no step 20 in a minute"; return 1
+}
+
+# 1. The kernel log: clean, then an Xid 79, then an amdgpu ring timeout.
+run clean "$out/config.json"
+[[ $rc -eq 0 ]] || { tail -30 "$out/clean.log"; fail "the run with a quiet kernel log: exit $rc"; }
+for kind in xid amdgpu; do
+  case $kind in
+    xid) line="<3>NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python3, GPU has fallen off the bus." ;;
+    amdgpu) line="<3>amdgpu 0000:0a:00.0: amdgpu: ring gfx_0.0.0 timeout, signaled seq=1223, emitted seq=1225" ;;
+  esac
+  touch "$out/config.json"
+  inject_mid_run "$line" &
+  injector=$!
+  run "$kind" "$out/config.json"
+  wait $injector || fail "$kind: the line was not written mid-run"
+  [[ $rc -eq 1 ]] || { tail -30 "$out/$kind.log"; fail "$kind: exit $rc, expected 1 (FAIL)"; }
+  python3 - "$out/$kind/results.json" "$kind" <<'PY' || fail "$kind: the training stage does not fail with the kernel line"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]
+want = {"xid": "NVIDIA Xid 79: the GPU has fallen off the bus", "amdgpu": "an AMD GPU ring (a job on the GPU) timed out"}[sys.argv[2]]
+assert r["status"] == "FAIL", r["status"]
+assert "kernel log: " + want in s["run"]["failure"], s["run"]["failure"]
+k = s["run"]["nodes"][0]["telemetry"]["kernel"]
+assert k and k[0]["fails"], k
+print(sys.argv[2], "->", s["run"]["failure"][:200])
+PY
+done
+
+# 2. OOM: the training's python in a 300 MiB memory cgroup (v1 or v2).
+if [[ -d /sys/fs/cgroup/memory ]]; then
+  cg=/sys/fs/cgroup/memory/cvs-telemetry-oom
+  mkdir -p "$cg"; echo $((300 << 20)) >"$cg/memory.limit_in_bytes"; echo 0 >"$cg/memory.swappiness" 2>/dev/null || true
+else
+  cg=/sys/fs/cgroup/cvs-telemetry-oom
+  mkdir -p "$cg"; echo $((300 << 20)) >"$cg/memory.max"; echo 0 >"$cg/memory.swap.max" 2>/dev/null || true
+fi
+trap 'rmdir "$cg" 2>/dev/null || true' EXIT
+cat >"$out/python_in_cgroup.sh" <<EOF
+#!/bin/sh
+echo \$\$ >"$cg/cgroup.procs"
+exec "$root/.venv/bin/python3" "\$@"
+EOF
+chmod +x "$out/python_in_cgroup.sh"
+run oom "$out/oom.json"
+[[ $rc -eq 1 ]] || { tail -30 "$out/oom.log"; fail "oom: exit $rc, expected 1"; }
+python3 - "$out/oom/results.json" <<'PY' || fail "oom: not named as the OOM killer's"
+import json, sys
+s = json.load(open(sys.argv[1]))["sweeps"]["BS=2,PRECISION=BF16,SL=128"]
+f = s["run"]["failure"]
+assert "killed by the kernel's OOM killer (out of memory)" in f, f
+assert "exited with code 137" not in f, f
+print("oom ->", f[:220])
+PY
+
+# 3. A stand-in nvidia-smi playing recorded outputs.
+printf '%s\n' nvidia_smi_h100_healthy.csv nvidia_smi_h100_throttle.csv nvidia_smi_h100_throttle.csv \
+  nvidia_smi_h100_throttle.csv nvidia_smi_h100_ecc.csv >"$out/playlist"
+run gpu "$out/gpu.json" "PATH=$root/tests/data/telemetry/stand_in/nvidia:$PATH" "CVS_STAND_IN_PLAYLIST=$out/playlist"
+[[ $rc -eq 1 ]] || { tail -30 "$out/gpu.log"; fail "stand-in: exit $rc, expected 1"; }
+python3 - "$out/gpu" <<'PY' || fail "stand-in: the recorded outputs did not reach the record, the gate, the words or the chart"
+import json, sys
+d = sys.argv[1]
+r = json.load(open(f"{d}/results.json"))
+s = r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]
+t = s["run"]["nodes"][0]["telemetry"]
+assert t["tool"] == "nvidia-smi" and "stand-in" in t["tool_version"], (t["tool"], t["tool_version"])
+assert len(t["gpus"]) == 8, len(t["gpus"])
+g3, g5 = t["gpus"][3], t["gpus"][5]
+assert g3["throttled_fraction"] > 0 and "thermal (hardware)" in g3["throttle_reasons"], g3
+assert g5["ecc_uncorrected_delta"] == 2, g5
+train = next(x for x in r["stages"] if x["test"].startswith("sweep/test_training_run"))
+assert train["status"] == "FAIL" and "GPU 5 gained 2 uncorrected ECC error(s)" in train["message"], train
+tok = {e["metric"]: e for e in s["evaluations"]}.get("training.tokens_per_sec_per_gpu")
+assert tok and "GPU 3 slowed (power cap, thermal (hardware))" in tok["message"], tok
+page = open(f"{d}/report.html").read()
+assert 'aria-label="telemetry of localhost"' in page and "GPU clock MHz" in page, "no telemetry chart"
+print("stand-in ->", train["message"][:160], "|", tok["message"][-160:])
+PY
+echo "1 passed, 0 failed"
