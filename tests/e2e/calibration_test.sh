@@ -16,9 +16,19 @@ export CVS_CALIBRATION_DIR="$out/calibration"
 fail() { echo "FAIL: $*"; exit 1; }
 field() { python3 -c "$1" "${@:2}"; }
 
-# 1. Calibrate (3 repeats of the config's sweeps).
-written=$("$cvs" calibrate --config "$config" --work-dir "$out/repeats" -- --poll-interval-s 1 \
-  --startup-budget-s 300 --step-budget-s 30 2>"$out/calibrate.log") || { tail -50 "$out/calibrate.log"; fail "cvs calibrate failed"; }
+why() { python3 "$(dirname "$0")/why_failed.py" "$@"; }
+
+# 1. Calibrate (3 repeats of the config's sweeps). A refusal because this shared machine was too
+#    noisy while it ran is the tool doing its job: said, and calibrated once more.
+for attempt in 1 2; do
+  rc=0
+  written=$("$cvs" calibrate --config "$config" --work-dir "$out/repeats-$attempt" -- --poll-interval-s 1 \
+    --startup-budget-s 300 --step-budget-s 30 2>"$out/calibrate-$attempt.log") || rc=$?
+  [[ $rc -eq 0 ]] && break
+  refusal=$(grep -m1 -E "cvs calibrate: refused: .*(too noisy|vary too much)" "$out/calibrate-$attempt.log" || true)
+  [[ -n "$refusal" && $attempt -eq 1 ]] || { tail -50 "$out/calibrate-$attempt.log"; fail "cvs calibrate failed"; }
+  echo "calibration attempt 1 refused on this machine's noise, calibrating again: $refusal"
+done
 expected="$CVS_CALIBRATION_DIR/$(basename "${config%.json}")_threshold.json"
 [[ "$written" == "$(realpath "$expected")" ]] || fail "calibrate printed '$written', expected $expected"
 field '
@@ -41,7 +51,7 @@ for sweep in ("BS=2,PRECISION=BF16,SL=128", "BS=4,PRECISION=BF16,SL=128"):
 rc=0
 "$cvs" run jaxmaxtext_single --config "$config" --output "$out/calibrated" --quiet --poll-interval-s 1 \
   --startup-budget-s 300 --step-budget-s 30 >"$out/calibrated.log" 2>&1 || rc=$?
-[[ $rc -eq 0 ]] || { tail -40 "$out/calibrated.log"; fail "the calibrated run ended with exit $rc"; }
+[[ $rc -eq 0 ]] || { why "$out/calibrated"; fail "the calibrated run ended with exit $rc"; }
 field '
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -52,7 +62,7 @@ for key, s in r["sweeps"].items():
     e = {x["metric"]: x for x in s["evaluations"]}["training.tokens_per_sec_per_gpu"]
     assert e["outcome"] == "PASS", (key, e)
     assert e["interval"][0] >= e["threshold"], (key, e)
-' "$out/calibrated/results.json" || fail "calibrated run: throughput not gated and passed"
+' "$out/calibrated/results.json" || { why "$out/calibrated"; fail "calibrated run: throughput not gated and passed"; }
 python3 "$(dirname "$0")/one_number_check.py" "$out/calibrated" --some || fail "calibrated run: a gated row shows two numbers"
 
 # 3. The same run, slowed: one core, shared with a busy loop.
@@ -75,7 +85,7 @@ for key, s in r["sweeps"].items():
     e = {x["metric"]: x for x in s["evaluations"]}["training.tokens_per_sec_per_gpu"]
     assert e["outcome"] in ("FAIL", "INCONCLUSIVE"), (key, e)
     print(key, e["outcome"], e["message"])
-' "$out/slowed/results.json" || fail "slowed run: throughput not FAIL/INCONCLUSIVE"
+' "$out/slowed/results.json" || { why "$out/slowed"; fail "slowed run: throughput not FAIL/INCONCLUSIVE"; }
 python3 "$(dirname "$0")/one_number_check.py" "$out/slowed" || fail "slowed run: a gated row shows two numbers"
 rc=0
 "$cvs" compare "$out/calibrated/results.json" "$out/slowed/results.json" >"$out/compare.txt" 2>&1 || rc=$?

@@ -53,7 +53,7 @@ for name in early capped short_pass; do
   rc=0
   "$suite" --config "$out/$name.json" --output "$out/$name" --quiet --poll-interval-s 1 --startup-budget-s 300 \
     --step-budget-s 30 >"$out/$name.log" 2>&1 || rc=$?
-  [[ $rc -eq 0 ]] || { tail -40 "$out/$name.log"; fail "$name: exit $rc"; }
+  [[ $rc -eq 0 ]] || { tail -20 "$out/$name.log"; python3 "$(dirname "$0")/why_failed.py" "$out/$name"; fail "$name: exit $rc"; }
 done
 
 python3 - "$out/early/results.json" <<'PY' || fail "early stop"

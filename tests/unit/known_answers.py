@@ -79,6 +79,34 @@ def work_per_step(seconds, rate, qs, qr):
     return lo, hi
 
 
+def drift_series():
+    # 100 steps clocking down from 10 to 12.97, a little noise: a drift.
+    return [10 + 0.03 * i + 0.05 * ((i * 37) % 11 - 5) for i in range(100)]
+
+
+def drift(x, confidence):
+    x = np.array(x, dtype=float)
+    n = len(x)
+    b = min(max(int(math.isqrt(n)), 2), 20)
+    size = n // b
+    skip = n - b * size
+    z = x[skip:].reshape(b, size).mean(axis=1)
+    j = np.arange(b, dtype=float)
+    fit = stats.linregress(j, z)
+    resid = z - (fit.intercept + fit.slope * j)
+    mx = (b - 1) / 2
+    sxx = ((j - mx) ** 2).sum()
+    # the line at the window's first and last step: half a batch beyond the outer batches' centres
+    first, last = -0.5 + 0.5 / size, b - 0.5 - 0.5 / size
+    start, end = fit.intercept + fit.slope * first, fit.intercept + fit.slope * last
+    tq = stats.t.ppf(1 - (1 - confidence) / 2, b - 2)
+    s2 = (resid ** 2).sum() / (b - 2)
+    reach = lambda at: tq * math.sqrt(s2 * (1 / b + (at - mx) ** 2 / sxx))
+    return dict(batches=b, size=size, start=start, end=end, relative=(end - start) / z.mean(),
+                t=fit.slope / fit.stderr, lo=min(start - reach(first), end - reach(last)),
+                hi=max(start + reach(first), end + reach(last)))
+
+
 def main():
     x = series()
     w = warmup_end(x)
@@ -92,6 +120,8 @@ def main():
     # printed 3-decimal steps of 512 tokens (the quantized case): true 12.4, 12.35, 12.45 ms
     secs = [0.012, 0.012, 0.012]
     rate = [round(512 / t, 3) for t in (0.0124, 0.01235, 0.01245)]
+    for k, v in drift(drift_series(), 0.95).items():
+        print("drift", k, repr(v))
     print("rates", rate, "work_per_step", work_per_step(secs, rate, 1e-3, 1e-3))
 
 

@@ -214,21 +214,51 @@ TEST(StepStats, ABoundAtOrBelowZeroIsNeverPrinted) {
   for (const auto& [name, i] : s.intervals) EXPECT_GT(i.lo, 0) << name;
 }
 
-TEST(StepStats, ADriftingWindowHasNoIntervalAndSaysWhy) {
+TEST(KnownAnswers, DriftBandHoldsBothEndsOfTheFittedTrend) {
+  std::vector<double> x;
+  for (int i = 0; i < 100; ++i) x.push_back(10 + 0.03 * i + 0.05 * ((i * 37) % 11 - 5));
+  const auto d = cvs::drift(x, 0.95);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->batches, 10u);
+  EXPECT_EQ(d->batch_size, 10u);
+  expect_rel(d->start, 9.99255, "start at the first step");
+  expect_rel(d->end, 12.97245, "end at the last step");
+  expect_rel(d->relative, 0.2595166557805357, "relative");
+  expect_rel(d->t, 173.78243102613618, "t");
+  expect_rel(d->lo, 9.969691752184483, "lo");
+  expect_rel(d->hi, 12.995308247815517, "hi");
+}
+
+TEST(StepStats, ADriftingWindowsIntervalsSpanTheTrendAndSayWhy) {
   std::vector<double> x = {5.0, 1.0};
   for (int i = 0; i < 400; ++i) x.push_back(0.1 + 0.0005 * i + 0.01 * ((i * 37) % 11 - 5));  // clocking down
   const auto s = cvs::steady_state(steps_from(x), 1, 0.95);
   ASSERT_TRUE(s.drift) << s.why;
   EXPECT_GT(s.drift->relative, cvs::kMaxDrift);
-  EXPECT_TRUE(s.intervals.empty());
-  EXPECT_NE(s.why.find("drifts +"), std::string::npos) << s.why;
-  EXPECT_NE(s.why.find("no single speed"), std::string::npos) << s.why;
-  // The same noise without the trend: no drift, intervals.
+  EXPECT_NE(cvs::drift_note(*s.drift, s.n).find("drifts +"), std::string::npos);
+  // The step time's interval holds the trend's level at the window's first step and at its last
+  // (the warm-up rule has cut the early, fastest steps), the tokens' interval the same levels,
+  // the p50's interval both ends' medians.
+  const auto level = [](long long step) { return 0.1 + 0.0005 * static_cast<double>(step - 2); };
+  const double fast = level(s.first_step), slow = level(401);
+  ASSERT_GT(slow / fast, 1 + cvs::kMaxDrift);
+  const auto& secs = s.intervals.at("step_time_seconds");
+  EXPECT_LT(secs.lo, fast);
+  EXPECT_GT(secs.hi, slow);
+  EXPECT_NEAR(secs.estimate, (fast + slow) / 2, 0.01);
+  const auto& tok = s.intervals.at("tokens_per_sec_per_gpu");
+  EXPECT_LT(tok.lo, 2000 / slow);
+  EXPECT_GT(tok.hi, 2000 / fast);
+  const auto& p50 = s.intervals.at("step_time_p50_ms");
+  EXPECT_LT(p50.lo, 1e3 * fast);
+  EXPECT_GT(p50.hi, 1e3 * slow);
+  // The same noise without the trend: no drift, and a far narrower interval.
   std::vector<double> flat = {5.0, 1.0};
   for (int i = 0; i < 400; ++i) flat.push_back(0.2 + 0.01 * ((i * 37) % 11 - 5));
   const auto f = cvs::steady_state(steps_from(flat), 1, 0.95);
   EXPECT_FALSE(f.drift);
-  EXPECT_TRUE(f.intervals.count("tokens_per_sec_per_gpu")) << f.why;
+  ASSERT_TRUE(f.intervals.count("step_time_seconds")) << f.why;
+  EXPECT_LT(f.intervals.at("step_time_seconds").hi - f.intervals.at("step_time_seconds").lo, 0.02);
 }
 
 TEST(StepStats, AutocorrelationWidensTheIntervalBeyondTheNaiveOne) {
@@ -318,17 +348,22 @@ TEST(IntervalVerdict, PassFailAndInconclusiveFollowWhereTheIntervalLies) {
   EXPECT_NE(e.message.find("order-statistic interval needs at least"), std::string::npos) << e.message;
 }
 
-TEST(IntervalVerdict, ADriftingRunIsInconclusiveWhateverTheGate) {
+TEST(IntervalVerdict, ADriftingRunIsDecidedOnlyByAGateTheWholeTrendClearsOrMisses) {
   std::vector<double> x = {5.0, 1.0};
   for (int i = 0; i < 200; ++i)
-    x.push_back(0.2 + 0.002 * i + 0.01 * ((i * 37) % 11 - 5));  // 10000 tok/s falling
+    x.push_back(0.2 + 0.002 * i + 0.01 * ((i * 37) % 11 - 5));  // 10000 tok/s falling to 3350
   const auto m = cvs::compute_metrics(steps_from(x), {}, {});
   ASSERT_TRUE(m.steady.drift) << m.steady.why;
-  for (double bound : {1.0, 1e9}) {  // below the whole trend, above it: no steady speed to hold it to
+  const auto O = cvs::Outcome::Pass;
+  // Below the whole trend: PASS; above it: FAIL; inside it (its mean): INCONCLUSIVE. Each says the drift.
+  for (auto [bound, want] :
+       {std::pair{1.0, O}, std::pair{1e9, cvs::Outcome::Fail},
+        std::pair{m.steady.intervals.at("tokens_per_sec_per_gpu").estimate, cvs::Outcome::Inconclusive}}) {
     std::vector<cvs::ThresholdSpec> cell = {gate("tokens_per_sec_per_gpu", cvs::ThresholdKind::Min, bound)};
     const auto e = cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true);
-    EXPECT_EQ(e.outcome, cvs::Outcome::Inconclusive) << e.message;
-    EXPECT_NE(e.message.find("drifts"), std::string::npos) << e.message;
+    EXPECT_EQ(e.outcome, want) << e.message;
+    EXPECT_NE(e.message.find("drifts +"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("spans the trend's start and end levels"), std::string::npos) << e.message;
   }
 }
 

@@ -94,6 +94,9 @@ void decide_on_interval(Evaluation& e, const RunMetrics& run, bool enforce) {
                      : side < 0 ? "wholly fails "
                                 : "straddles ") +
                     bound + point;
+  if (run.steady.drift)
+    cmp += "; " + drift_note(*run.steady.drift, run.steady.n) +
+           ", so the interval spans the trend's start and end levels";
   const Outcome o = side > 0 ? Outcome::Pass : (side < 0 ? Outcome::Fail : Outcome::Inconclusive);
   if (!enforce) {
     e.outcome = Outcome::Record;

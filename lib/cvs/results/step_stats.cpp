@@ -270,7 +270,7 @@ std::optional<Interval> percentile_interval_of(const S& x, double pct, double co
 // ---- drift -----------------------------------------------------------------------------------
 
 template <class S>
-std::optional<Drift> drift_of(const S& x) {
+std::optional<Drift> drift_of(const S& x, double confidence) {
   const std::size_t b = batch_count(x.size());
   if (b < 3) return std::nullopt;
   const std::size_t size = x.size() / b, skip = x.size() - b * size;
@@ -289,10 +289,22 @@ std::optional<Drift> drift_of(const S& x) {
     sse += r * r;
   }
   const double se = std::sqrt(sse / static_cast<double>(b - 2) / sxx);
+  // The line's levels at the window's first and last step (half a batch beyond the outer batches'
+  // centres), each known to +/- t(b - 2) x its fitted value's standard error; the band holds both.
+  const double half = 0.5 - 0.5 / static_cast<double>(size), first = -half - mx, last = mx + half;
+  const double s2 = sse / static_cast<double>(b - 2), tq = t_quantile(confidence, b - 2);
+  const auto reach = [&](double at) {
+    return tq * std::sqrt(s2 * (1.0 / static_cast<double>(b) + at * at / sxx));
+  };
   Drift d;
-  d.start = my - slope * mx;
-  d.end = my + slope * mx;
-  d.relative = my != 0 ? slope * static_cast<double>(b - 1) / my : 0;
+  d.start = my + slope * first;
+  d.end = my + slope * last;
+  d.mean = my;
+  d.lo = std::min(d.start - reach(first), d.end - reach(last));
+  d.hi = std::max(d.start + reach(first), d.end + reach(last));
+  d.relative = my != 0 ? (d.end - d.start) / my : 0;
+  d.batches = b;
+  d.batch_size = size;
   d.t =
       se > 0 ? slope / se : (slope == 0 ? 0 : std::copysign(std::numeric_limits<double>::infinity(), slope));
   return d;
@@ -442,6 +454,53 @@ void percentile_intervals(SteadyState& s, const ColumnSlice& core, const Source&
   }
 }
 
+// The speed metrics' intervals from the interval c of the window's core series (seconds, or
+// 1 / Tokens/s when src.reciprocal).
+void speed_intervals(SteadyState& s, const TimedSeries& timed, const Source& src, const Interval& c,
+                     int devices) {
+  const std::string wide =
+      "the interval of the mean reaches 0: the steady steps vary too much for an interval";
+  const Interval secs{c.estimate * src.scale.mid(), c.lo * src.scale.lo - src.additive,
+                      c.hi * src.scale.hi + src.additive};
+  put(s, "step_time_seconds", secs, wide);
+  put(s, "step_time_mean_ms", scaled(secs, 1e3), wide);
+  Interval tokens{};
+  if (src.reciprocal && c.lo > 0) {
+    tokens = {1.0 / c.estimate, 1.0 / c.hi, 1.0 / c.lo};
+    put(s, "tokens_per_sec_per_gpu", tokens, wide);
+    put(s, "tokens_per_sec_total", scaled(tokens, devices), wide);
+  }
+  tflops_interval(s, timed, src, tokens, secs);
+}
+
+// A window that drifts describes no single speed: its intervals span the trend's fitted start and
+// end levels, each with its own uncertainty (Drift::lo, hi), so only a gate that the whole trend
+// clears, or fails, is decided; the percentiles' intervals widen by the same factors.
+void drift_intervals(SteadyState& s, const TimedSeries& timed, const Source& src, const ColumnSlice& window,
+                     const Drift& d, int devices, bool percentiles) {
+  s.drift = d;
+  s.batches = d.batches;
+  s.batch_size = d.batch_size;
+  s.first += s.n - d.batches * d.batch_size;
+  s.n = d.batches * d.batch_size;
+  s.first_step = timed.step_at(s.first);
+  const MeanInterval mi = mean_interval_of(window, s.confidence);
+  s.lag1 = mi.lag1;
+  s.lag1_upper = mi.lag1_upper;
+  if (!(d.lo > 0)) {
+    s.why = drift_note(d, s.n) + "; its band reaches 0: no interval";
+    return;
+  }
+  speed_intervals(s, timed, src, {d.mean, d.lo, d.hi}, devices);
+  if (!percentiles) return;
+  percentile_intervals(s, window.window(window.n - s.n, s.n), src, mi.tau_upper, s.confidence);
+  for (const char* name : {"step_time_p50_ms", "step_time_p95_ms"})
+    if (auto it = s.intervals.find(name); it != s.intervals.end()) {
+      it->second.lo *= d.lo / d.mean;
+      it->second.hi *= d.hi / d.mean;
+    }
+}
+
 }  // namespace
 
 std::size_t warmup_end(const std::vector<double>& x) {
@@ -464,8 +523,14 @@ std::optional<Range> work_per_step(const std::vector<double>& seconds, const std
   });
 }
 
-std::optional<Drift> drift(const std::vector<double>& x) {
-  return drift_of(x);
+std::string drift_note(const Drift& d, std::size_t steps) {
+  return fmt::format(
+      "the step time drifts {:+.0f} % across the {} steady-state steps (slope t = {:.1f}): no single speed",
+      100 * d.relative, steps, d.t);
+}
+
+std::optional<Drift> drift(const std::vector<double>& x, double confidence) {
+  return drift_of(VectorSlice{&x, 0, x.size()}, confidence);
 }
 
 std::size_t batch_count(std::size_t n) {
@@ -555,18 +620,13 @@ SteadyState steady_state(const TimedSeries& timed, int devices, double confidenc
   s.first = first;
   s.n = total - first;
   s.first_step = timed.step_at(first);
-  // A window that drifts describes no single speed (see kMaxDrift).
-  if (const auto d = drift_of(all.window(first, s.n));
+  const ColumnSlice window = all.window(first, s.n);
+  if (const auto d = drift_of(window, confidence);
       d && std::fabs(d->relative) > kMaxDrift && std::fabs(d->t) > kDriftT) {
-    s.drift = d;
-    s.why = fmt::format(
-        "the step time drifts {:+.0f} % across the {} steady-state steps (slope t = {:.1f}): no single speed "
-        "to "
-        "gate (a GPU clocking down, a leak, a cache still warming)",
-        100 * d->relative, s.n, d->t);
+    drift_intervals(s, timed, src, window, *d, devices, percentiles);
     return s;
   }
-  const MeanInterval mi = mean_interval_of(all.window(first, s.n), confidence);
+  const MeanInterval mi = mean_interval_of(window, confidence);
   s.lag1 = mi.lag1;
   s.lag1_upper = mi.lag1_upper;
   if (!mi.ci) {
@@ -579,22 +639,8 @@ SteadyState steady_state(const TimedSeries& timed, int devices, double confidenc
   s.first += s.n - mi.batches * mi.batch_size;
   s.n = mi.batches * mi.batch_size;
   s.first_step = timed.step_at(s.first);
-  const ColumnSlice core = all.window(s.first, s.n);
-  const Interval& c = *mi.ci;
-  const std::string wide =
-      "the interval of the mean reaches 0: the steady steps vary too much for an interval";
-  const Interval secs{c.estimate * src.scale.mid(), c.lo * src.scale.lo - src.additive,
-                      c.hi * src.scale.hi + src.additive};
-  put(s, "step_time_seconds", secs, wide);
-  put(s, "step_time_mean_ms", scaled(secs, 1e3), wide);
-  Interval tokens{};
-  if (src.reciprocal && c.lo > 0) {
-    tokens = {1.0 / c.estimate, 1.0 / c.hi, 1.0 / c.lo};
-    put(s, "tokens_per_sec_per_gpu", tokens, wide);
-    put(s, "tokens_per_sec_total", scaled(tokens, devices), wide);
-  }
-  tflops_interval(s, timed, src, tokens, secs);
-  if (percentiles) percentile_intervals(s, core, src, mi.tau_upper, confidence);
+  speed_intervals(s, timed, src, *mi.ci, devices);
+  if (percentiles) percentile_intervals(s, all.window(s.first, s.n), src, mi.tau_upper, confidence);
   return s;
 }
 

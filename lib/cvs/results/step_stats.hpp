@@ -95,20 +95,29 @@ std::optional<Range> work_per_step(const std::vector<double>& seconds, const std
                                    double seconds_resolution, double rate_resolution);
 
 // A trend left after the warm-up: the least-squares line through the batch means over the
-// window, its fitted values at the first and last batch, the relative change between them, and
-// the slope's t statistic.
+// window, its levels at the window's first and last step, the relative change between them, the
+// slope's t statistic, and the band that holds both ends' levels (each end +/- t(b - 2) x its
+// fitted value's standard error).
 struct Drift {
   double relative = 0;
   double t = 0;
   double start = 0;
   double end = 0;
+  double mean = 0;  // the batch means' mean
+  double lo = 0;    // min(start, end) less its uncertainty
+  double hi = 0;    // max(start, end) plus its uncertainty
+  std::size_t batches = 0, batch_size = 0;
 };
-std::optional<Drift> drift(const std::vector<double>& x);  // nullopt below 3 batches
+std::optional<Drift> drift(const std::vector<double>& x,
+                           double confidence = 0.95);  // nullopt below 3 batches
 // A window whose step time drifts more than 20 % with |t| > 3 (a GPU clocking down, a leak, a
-// cache warming) describes no single speed: it gets no interval, and its gates are INCONCLUSIVE
-// with the drift as the reason.
+// cache warming, a neighbour's load arriving) describes no single speed: its intervals span the
+// trend's band [Drift::lo, Drift::hi], so only a gate the whole trend clears (PASS) or misses
+// (FAIL) is decided and any other is INCONCLUSIVE, with the drift named in the verdict.
 inline constexpr double kMaxDrift = 0.20;
 inline constexpr double kDriftT = 3.0;
+// "the step time drifts +64 % across the 198 steady-state steps (slope t = 5.6): no single speed"
+std::string drift_note(const Drift& d, std::size_t steps);
 
 // How many batches drift() fits its line through: floor(sqrt(n)) within [2, 20]; 0 when n < 4.
 std::size_t batch_count(std::size_t n);
@@ -140,7 +149,7 @@ struct SteadyState {
   std::optional<Range> tokens_per_step;  // TimeSource::TokensRate: the work per step's range
   double lag1 = 0, lag1_upper = 0;
   std::size_t batches = 0, batch_size = 0;
-  std::optional<Drift> drift;                  // a significant trend (then no intervals; `why` says so)
+  std::optional<Drift> drift;                  // a significant trend (the intervals span it)
   std::string note;                            // what the reader should know (the step times' source)
   std::map<std::string, Interval> intervals;   // metric name (without "training.") -> interval
   std::map<std::string, std::string> missing;  // a metric the window has no interval for -> why
