@@ -32,7 +32,7 @@
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
-#include "cvs/fleet_report.hpp"
+#include "cvs/reporters.hpp"
 #include "cvs/results/fleet.hpp"
 #include "cvs/results/fleet_pairs.hpp"
 
@@ -47,6 +47,7 @@ struct FleetOptions {
   std::size_t max_parallel = 0;  // 0: every node at once
   cvs::FleetPolicy policy;
   std::vector<std::string> suite_args;
+  cvs::report::ReporterOptions reports;  // the fleet run's history record and metrics exports
 };
 
 FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
@@ -73,6 +74,12 @@ FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
       "too, and every node's run gated by it");
   app.add_option("--pairs", pairs,
                  "then two-node runs of this distributed config over the healthy nodes, to find a slow link");
+  app.add_option("--history", o.reports.history,
+                 "the results store the fleet run (and every node's session) is recorded in (none: off)");
+  app.add_option("--openmetrics", o.reports.openmetrics,
+                 "the fleet run's figures in the OpenMetrics text format");
+  app.add_option("--pushgateway", o.reports.pushgateway,
+                 "push them to a Prometheus Pushgateway (http://host:port)");
   app.parse(argc, argv);
   if (!pairs.empty()) o.pairs_config = fs::absolute(pairs);
   if (!baseline.empty()) o.baseline = fs::absolute(baseline);
@@ -82,6 +89,9 @@ FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
   o.output = output.empty() ? fs::path("cvs-results") / ("jaxmaxtext_fleet-" + cvs::utc_now("%Y%m%d-%H%M%S"))
                             : fs::path(output);
   o.suite_args = app.remaining();
+  o.reports.session_files = false;  // a fleet run's reports are its own
+  o.reports.fleet_files = true;
+  if (!o.reports.history.empty()) o.suite_args.insert(o.suite_args.end(), {"--history", o.reports.history});
   return o;
 }
 
@@ -305,11 +315,10 @@ int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
     }
   }
   allocation.release();  // the healthy cluster file asks for a new allocation of the healthy hosts
-  cvs::write_fleet_outputs(o.output, score, cvs::hosts_by_name(cluster), o.policy);
-  cvs::write_cluster_file_of(o.output / "healthy_cluster.json", cluster, score.healthy());
-  std::ofstream(o.output / "junit.xml") << cvs::report::render_fleet_junit(score, "jaxmaxtext_fleet");
-  std::ofstream(o.output / "fleet.html") << cvs::report::render_fleet_html(
-      score, nodes, o.policy, "jaxmaxtext_fleet", pairs ? &*pairs : nullptr);
+  const cvs::report::FleetReport fleet{score, nodes, o.policy, pairs ? &*pairs : nullptr, cluster};
+  for (const auto& line :
+       cvs::report::run_reporters(cvs::report::reporters(o.reports), {o.output, nullptr, nullptr, &fleet}))
+    std::cerr << "fleet: " << line << "\n";
   if (score.too_small)
     spdlog::warn(
         "fleet: {} passing run(s): too few to score the fleet (--min-fleet {}); only the runs' verdicts "

@@ -18,7 +18,6 @@
 #include "cvs/config/config.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/environment.hpp"
-#include "cvs/junit_errors.hpp"
 #include "cvs/listener.hpp"
 #include "cvs/session.hpp"
 #include "cvs/session_results.hpp"
@@ -61,6 +60,15 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, int 
       ->check(CLI::PositiveNumber);
   app.add_option("--step-budget-s", opts.policy.per_step_s, "seconds per step of the poll budget (120)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--history", opts.history,
+                 "the results store the session is recorded in: a SQLite file, postgresql://..., or none "
+                 "(default: $CVS_HISTORY, else ~/.local/state/cvs-maxtext/history.sqlite)");
+  app.add_option(
+      "--openmetrics", opts.openmetrics,
+      "write the session's figures in the OpenMetrics text format to FILE (node_exporter's textfile "
+      "collector)");
+  app.add_option("--pushgateway", opts.pushgateway,
+                 "push the session's figures to a Prometheus Pushgateway (http://host:port)");
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());
   app.parse(args);  // CLI::ParseError: bad input
@@ -139,22 +147,25 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   int n = static_cast<int>(rest.size());
   rest.push_back(nullptr);
   ::testing::InitGoogleTest(&n, rest.data());
-  auto* listener = new report::ReportListener([](std::vector<StageRecord> stages) {
-    const auto& s = fixtures::Session::get();
-    if (s.opts().output.empty()) return std::optional<report::ReportTarget>();
-    return std::optional(
-        report::ReportTarget{s.opts().output, fixtures::session_results(s, std::move(stages))});
-  });
+  const auto& so = fixtures::Session::get().opts();
+  report::ReporterOptions ro;
+  ro.history = so.history;
+  ro.openmetrics = so.openmetrics;
+  ro.pushgateway = so.pushgateway;
+  ro.record_history = !listing;  // --gtest_list_tests runs nothing: nothing to remember
+  if (!listing) ro.junit = has_output_flag ? user_xml : (so.output / "junit.xml").string();
+  auto* listener = new report::ReportListener(
+      [](std::vector<StageRecord> stages) {
+        const auto& s = fixtures::Session::get();
+        if (s.opts().output.empty()) return std::optional<report::ReportTarget>();
+        return std::optional(
+            report::ReportTarget{s.opts().output, fixtures::session_results(s, std::move(stages))});
+      },
+      ro);
   ::testing::UnitTest::GetInstance()->listeners().Append(listener);  // gtest owns it
   ::testing::AddGlobalTestEnvironment(new fixtures::ClusterEnvironment);
   const int rc = RUN_ALL_TESTS();
   if (listing) return rc;
-  // gtest writes only <failure>: the stages that ended ERROR get <error> in the JUnit file.
-  std::filesystem::path junit = fixtures::Session::get().opts().output / "junit.xml";
-  if (has_output_flag) junit = user_xml;
-  if (!junit.empty() && !report::rewrite_junit_errors(junit))
-    spdlog::warn("could not mark the ERROR stages in {}", junit.string());
-  std::fprintf(stderr, "cvs: junit   %s\n", junit.c_str());
   return exit_code(listener->status(), rc);
 }
 

@@ -39,13 +39,10 @@ void ReportListener::OnTestEnd(const ::testing::TestInfo& info) {
 void ReportListener::OnTestProgramEnd(const ::testing::UnitTest&) {
   auto target = source_(records_);
   if (!target) return;
-  const auto json_path = target->folder / "results.json";
-  const auto html_path = target->folder / "report.html";
-  std::ofstream(json_path) << to_json(target->results).dump(2) << "\n";
-  std::ofstream(html_path) << render_html(target->results);
+  const auto lines = run_reporters(reporters(options_), {target->folder, &target->results, nullptr});
   status_ = target->results.status();
-  std::fprintf(stderr, "\ncvs: %s: %s\ncvs: report  %s\ncvs: results %s\n", target->results.suite.c_str(),
-               to_string(*status_).c_str(), html_path.c_str(), json_path.c_str());
+  std::fprintf(stderr, "\ncvs: %s: %s\n", target->results.suite.c_str(), to_string(*status_).c_str());
+  for (const auto& l : lines) std::fprintf(stderr, "cvs: %s\n", l.c_str());
 }
 
 }  // namespace cvs::report

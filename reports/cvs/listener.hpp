@@ -1,7 +1,8 @@
 // The gtest TestEventListener that records every test as a StageRecord (status, outcome,
-// message, RecordProperty values) and, when the program ends, writes results.json and
-// report.html of the Results its source builds from them. It knows no session: the suite hands
-// it the source (fixtures::session_results), so reports/ depends on lib/ types only.
+// message, RecordProperty values) and, when the program ends, runs the session's reporters
+// (reporters.hpp: results.json, report.html, and the exports and history the options ask for) on
+// the Results its source builds from them. It knows no session: the suite hands it the source
+// (fixtures::session_results), so reports/ depends on lib/ types only.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "cvs/reporters.hpp"
 #include "cvs/results/results_file.hpp"
 
 namespace cvs::report {
@@ -27,7 +29,8 @@ StageRecord stage_record(const ::testing::TestInfo& info);
 
 class ReportListener : public ::testing::EmptyTestEventListener {
  public:
-  explicit ReportListener(ReportSource source) : source_(std::move(source)) {}
+  ReportListener(ReportSource source, ReporterOptions options)
+      : source_(std::move(source)), options_(std::move(options)) {}
   void OnTestEnd(const ::testing::TestInfo& info) override;
   void OnTestProgramEnd(const ::testing::UnitTest& unit) override;
   const std::vector<StageRecord>& records() const { return records_; }
@@ -37,6 +40,7 @@ class ReportListener : public ::testing::EmptyTestEventListener {
  private:
   std::optional<Outcome> status_;
   ReportSource source_;
+  ReporterOptions options_;
   std::vector<StageRecord> records_;
 };
 

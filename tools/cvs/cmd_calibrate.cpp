@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "cvs/base/utc_time.hpp"
 #include "cvs/exec/cluster.hpp"
+#include "cvs/history/store.hpp"
 #include "cvs/results/calibration.hpp"
 #include "cvs/results/results_file.hpp"
 
@@ -87,6 +88,33 @@ std::vector<Results> read_sessions(const std::vector<std::string>& files, const 
 
 }  // namespace
 
+// Writes the threshold file; an earlier one at the same place is kept beside it, never lost.
+void write_calibration(const fs::path& dest, const ordered_json& file) {
+  fs::create_directories(dest.parent_path().empty() ? fs::path(".") : dest.parent_path());
+  if (fs::exists(dest)) {
+    const fs::path kept =
+        dest.parent_path() / (dest.stem().string() + ".replaced-" + utc_now("%Y%m%d-%H%M%S") + ".json");
+    fs::rename(dest, kept);
+    std::cerr << "cvs calibrate: the earlier calibration is kept as " << kept.string() << "\n";
+  }
+  std::ofstream(dest) << file.dump(2) << "\n";
+  std::cout << fs::absolute(dest).string() << "\n";
+}
+
+// Remembered in the results history, as every session is; a store that fails changes nothing here.
+void record_calibration(const std::string& history_spec, const fs::path& dest,
+                        const std::vector<Results>& results) {
+  try {
+    if (auto store = history::Store::open(history_spec))
+      std::cerr << "cvs calibrate: history " << store->where()
+                << (store->record(history::entry_of_calibration(dest, results)) ? "" : " (already recorded)")
+                << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "cvs calibrate: history not written: " << e.what()
+              << " (the calibration file is complete)\n";
+  }
+}
+
 // `cvs calibrate --config FILE [--cluster FILE] [--repeats N | --from RESULTS.json...] [--out FILE]`:
 // runs the config's sweeps N times (or reads sessions already run) and writes a threshold file
 // whose speed gates come from what was measured.
@@ -96,7 +124,7 @@ int cmd_calibrate(const Args& args) {
       "threshold file whose speed gates derive from what was measured (rule: "
       "lib/cvs/results/calibration.hpp)",
       "cvs calibrate"};
-  std::string config, cluster, out, work;
+  std::string config, cluster, out, work, history_spec;
   int repeats = 3;
   CalibrationRule rule;
   std::vector<std::string> suite_args, from;
@@ -114,6 +142,8 @@ int cmd_calibrate(const Args& args) {
   app.add_option("--from", from,
                  "results.json of sessions already run with this config on a known-good node or cluster "
                  "(at least 3): calibrate on them instead of running repeats");
+  app.add_option("--history", history_spec,
+                 "the results store (default: $CVS_HISTORY, else the default SQLite file; none: off)");
   app.add_option("--work-dir", work, "where the repeats' reports go (default: cvs-results/calibrate-<time>)");
   app.add_option("suite_args", suite_args, "after --: passed to the suite (e.g. --poll-interval-s 1)");
   std::vector<std::string> rev(args.rbegin(), args.rend());
@@ -154,15 +184,8 @@ int cmd_calibrate(const Args& args) {
   for (const auto& [metric, why] : file["_calibration"]["not_calibrated"].items())
     std::cerr << "cvs calibrate: not calibrated: " << metric << ": " << why.get<std::string>()
               << " (its gate stays as the base file has it)\n";
-  fs::create_directories(dest.parent_path().empty() ? fs::path(".") : dest.parent_path());
-  if (fs::exists(dest)) {  // never lose an earlier calibration
-    const fs::path kept =
-        dest.parent_path() / (dest.stem().string() + ".replaced-" + utc_now("%Y%m%d-%H%M%S") + ".json");
-    fs::rename(dest, kept);
-    std::cerr << "cvs calibrate: the earlier calibration is kept as " << kept.string() << "\n";
-  }
-  std::ofstream(dest) << file.dump(2) << "\n";
-  std::cout << fs::absolute(dest).string() << "\n";
+  write_calibration(dest, file);
+  record_calibration(history_spec, dest, *results);
   return kExitOk;
 }
 

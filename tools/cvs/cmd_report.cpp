@@ -5,25 +5,33 @@
 #include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/html_report.hpp"
+#include "cvs/reporters.hpp"
 #include "cvs/results/results_file.hpp"
 
 namespace cvs::cli {
 
-// `cvs report RESULTS.json [--out FILE]`: re-renders the HTML report of a session.
+// `cvs report RESULTS.json [--out FILE] [--openmetrics FILE] [--pushgateway URL]`: re-renders the
+// HTML report of a session (and its other outputs, through the session's reporters).
 int cmd_report(const Args& args) {
   CLI::App app{"cvs report: render the HTML report of a session from its results.json", "cvs report"};
   std::string file, out;
+  report::ReporterOptions o;
+  o.session_files = false;
+  o.record_history = false;
   app.add_option("results", file, "a session's results.json")->required()->check(CLI::ExistingFile);
   app.add_option("--out", out, "the HTML file to write (default: standard output)");
+  app.add_option("--openmetrics", o.openmetrics, "also its figures in the OpenMetrics text format, to FILE");
+  app.add_option("--pushgateway", o.pushgateway, "also push its figures to a Prometheus Pushgateway");
   if (auto rc = parse_cli(app, args)) return *rc;
   const auto results = read_results(file);
-  const std::string html = report::render_html(results);
-  if (!out.empty()) {
-    std::ofstream(out) << html;
-    std::cout << "wrote " << out << "\n";
+  if (out.empty()) {
+    std::cout << report::render_html(results);
   } else {
-    std::cout << html;
+    o.html = out;
   }
+  for (const auto& line : report::run_reporters(
+           report::reporters(o), {std::filesystem::path(file).parent_path(), &results, nullptr}))
+    std::cerr << "cvs report: " << line << "\n";
   return kExitOk;
 }
 

@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/history/db.hpp"
 
 namespace {
 
@@ -18,17 +19,21 @@ commands:
   config copy NAME [DIR]      copy a shipped config and its threshold file(s) side by side (never overwrites)
   run SUITE [--config FILE] [--cluster FILE] [--output DIR] [gtest flags]
                               run jaxmaxtext_single or jaxmaxtext_distributed; prints where the report is
-  calibrate --config FILE [--cluster FILE] [--repeats N] [--out FILE] [-- SUITE ARGS]
-                              run the sweeps N times (default 3) on a known-good node or cluster and write
-                              a threshold file whose speed gates come from what was measured
+  calibrate --config FILE [--cluster FILE] [--repeats N | --from RESULTS.json...] [--out FILE] [-- SUITE ARGS]
+                              run the sweeps N times (default 3) on a known-good node or cluster, or read
+                              sessions already run, and write a threshold file whose speed gates come from
+                              what was measured
   report RESULTS.json [--out FILE]
                               render the HTML report of a session from its results.json
   card RESULTS.json [--out FILE]
                               model-verification entries (Megatron-Bridge card schema) of a session
   compare OLD/results.json NEW/results.json [--tolerance-pct P] [--json]
                               per sweep and metric: old, new, delta %; exit 1 on a regression
-  metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE]
-                              print the metrics of MaxText training logs as JSON
+  metrics LOG... [--nodes N] [--gpus-per-node G] [--config FILE] [--confidence C]
+                              print the metrics and steady state of MaxText training logs as JSON
+  history [--history STORE] sessions|node NAME|lemons|trend|ingest DIR...|export
+                              the results store: every session, fleet run and calibration, a node's ledger,
+                              lemon nodes, a metric's trend with its change points, OpenMetrics export
 
 exit codes: 0 ok, 1 a gate failed, 2 bad input (config errors, bad arguments)
 )";
@@ -51,6 +56,7 @@ int main(int argc, char** argv) {
     if (cmd == "report") return cvs::cli::cmd_report(args);
     if (cmd == "card") return cvs::cli::cmd_card(args);
     if (cmd == "compare") return cvs::cli::cmd_compare(args);
+    if (cmd == "history") return cvs::cli::cmd_history(args);
     std::cerr << "cvs: unknown command '" << cmd << "'\n" << kUsage;
     return cvs::cli::kExitUsage;
   } catch (const cvs::ConfigError& e) {
@@ -60,6 +66,9 @@ int main(int argc, char** argv) {
   } catch (const cvs::cli::BadInput& e) {
     std::cerr << "cvs " << cmd << ": " << e.what() << "\n";
     return cvs::cli::kExitUsage;
+  } catch (const cvs::history::StoreError& e) {  // the store could not be reached or read
+    std::cerr << "cvs " << cmd << ": " << e.what() << "\n";
+    return 3;
   } catch (const std::exception& e) {
     std::cerr << "cvs " << cmd << ": " << e.what() << "\n";
     return cvs::cli::kExitFail;

@@ -1,0 +1,123 @@
+// The results history: every suite session, fleet run and calibration, recorded when it ends
+// (or ingested from its folder later), in one schema on either engine (db.hpp). What a cluster
+// team asks of months of certifications: a node's ledger, the nodes that keep failing (lemons),
+// a metric's trend with the provenance changes that moved it (trend.hpp).
+//
+// Schema (version kSchemaVersion; cvs_schema holds it; a newer store is refused with its version,
+// an older one migrated):
+//   sessions   (id PK, kind, suite, started_at, finished_at, status, config_file, config_sha256,
+//               cluster, nodes, source)
+//   provenance (session_id, field, value)                     PK (session_id, field)
+//   metrics    (session_id, sweep, metric, value, estimate, lo, hi, outcome)
+//                                                             PK (session_id, sweep, metric)
+//   nodes      (session_id, node, outcome, suspect, evidence, figure)
+//                                                             PK (session_id, node)
+// A session is written in one transaction; the same session again (its id: a hash of kind,
+// suite, start time, config sha256 and cluster) is one row.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cvs/history/db.hpp"
+
+namespace cvs {
+struct Results;  // results_file.hpp
+}
+
+namespace cvs::history {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct MetricEntry {
+  std::string sweep, metric;  // metric without "training."
+  std::optional<double> value, estimate, lo, hi;
+  std::string outcome;
+};
+
+struct NodeEntry {
+  std::string node, outcome;
+  bool suspect = false;
+  std::string evidence;          // why, when a suspect
+  std::optional<double> figure;  // its tokens/s (fleet runs: per node)
+};
+
+struct SessionEntry {
+  std::string id, kind, suite, started_at, finished_at, status, config_file, config_sha256, cluster, source;
+  int nodes = 0;
+  std::vector<std::pair<std::string, std::string>> provenance;
+  std::vector<MetricEntry> metrics;
+  std::vector<NodeEntry> node_entries;
+};
+
+// A suite session's entry (kind "suite"), from its typed results.
+SessionEntry entry_of_session(const Results& r, const std::string& source);
+// A fleet run's entry (kind "fleet"), from its output folder (fleet.json and each node's results).
+SessionEntry entry_of_fleet(const std::filesystem::path& folder);
+// A calibration's entry (kind "calibration"), from the file cvs calibrate wrote and its repeats.
+SessionEntry entry_of_calibration(const std::filesystem::path& file, const std::vector<Results>& repeats);
+// Whatever a folder holds: a fleet run (fleet.json), a session (results.json), or a calibration
+// file; StoreError when it is none of these.
+SessionEntry entry_of_folder(const std::filesystem::path& path);
+
+struct SessionRow {
+  std::string id, kind, suite, started_at, status, config_file, config_sha256, cluster;
+  int nodes = 0;
+};
+
+struct LedgerRow {
+  std::string session_id, started_at, kind, config_file, outcome;
+  bool suspect = false;
+  std::string evidence;
+  std::optional<double> figure;
+};
+
+struct Lemon {
+  std::string node;
+  int suspect_in = 0, of_last = 0;
+  std::string evidence;             // the latest
+  std::optional<double> trend_pct;  // its figure's change across its sessions, when it falls
+};
+
+struct TrendPoint {
+  std::string session_id, started_at, sweep;
+  double estimate = 0;
+  std::optional<double> lo, hi;
+  std::vector<std::pair<std::string, std::string>> provenance;
+};
+
+class Store {
+ public:
+  // spec: "none" (nullptr), a path (SQLite), sqlite:PATH, or postgresql://... / postgres://...;
+  // empty: $CVS_HISTORY, else the default SQLite file (default_store_path).
+  static std::unique_ptr<Store> open(const std::string& spec);
+  explicit Store(std::unique_ptr<Db> db);
+
+  // Writes the session in one transaction; false when it was there already.
+  bool record(const SessionEntry& e);
+  std::vector<SessionRow> sessions(const std::string& config, const std::string& cluster,
+                                   const std::string& since) const;
+  std::vector<LedgerRow> ledger(const std::string& node) const;
+  // Nodes suspect in at least k of their last n sessions, or whose figure fell more than
+  // `fall_pct` from their first to their last session.
+  std::vector<Lemon> lemons(int k, int n, double fall_pct) const;
+  // A metric's estimates per session of a config, oldest first, with each session's provenance.
+  std::vector<TrendPoint> trend(const std::string& config, const std::string& metric,
+                                const std::string& sweep) const;
+  std::vector<SessionEntry> latest_sessions() const;  // the newest session per config and cluster
+  Db& db() { return *db_; }
+  std::string where() const { return db_->engine() + " " + db_->where(); }
+
+ private:
+  void migrate();
+  std::unique_ptr<Db> db_;
+};
+
+// $XDG_STATE_HOME/cvs-maxtext/history.sqlite, else ~/.local/state/cvs-maxtext/history.sqlite (beside
+// the calibrations).
+std::filesystem::path default_store_path();
+
+}  // namespace cvs::history

@@ -1,0 +1,69 @@
+// Every output is a reporter behind one interface, built from typed results: a session's
+// results.json, report.html and JUnit file (gtest writes it; its reporter marks the ERROR stages,
+// junit_errors.hpp); a fleet run's files (fleet.json, suspect_nodes.txt, healthy_nodes.txt,
+// slurm_exclude.txt, healthy_cluster.json), its JUnit file and fleet.html; and for both the
+// OpenMetrics textfile, the Pushgateway push and the results history. The suites, `cvs report`
+// and fleet mode loop over the same list (reporters()); a new format is one class in
+// reporters.cpp and one line in reporters().
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cvs/exec/cluster.hpp"
+#include "cvs/history/store.hpp"
+#include "cvs/results/fleet.hpp"
+#include "cvs/results/fleet_pairs.hpp"
+#include "cvs/results/results_file.hpp"
+
+namespace cvs::report {
+
+// A fleet run: its score, each node's run, the policy, the pair runs (--pairs) and the cluster.
+struct FleetReport {
+  const FleetScore& score;
+  const std::vector<FleetNode>& nodes;
+  const FleetPolicy& policy;
+  const PairsResult* pairs;
+  const Cluster& cluster;
+};
+
+// What a reporter writes from: a session (results) or a fleet run.
+struct ReportContext {
+  std::filesystem::path folder;
+  const Results* results = nullptr;              // a suite session
+  const history::SessionEntry* entry = nullptr;  // given: what the history and metrics exports take
+  const FleetReport* fleet = nullptr;            // a fleet run (its entry is read from its files)
+};
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual std::string name() const = 0;
+  // Writes its output; returns where it went, for the session's closing lines ("" for nothing).
+  // An essential reporter's failure is the session's; any other's is said in one line and never
+  // changes a verdict or an exit code.
+  virtual std::string write(const ReportContext& ctx) = 0;
+  virtual bool essential() const { return false; }
+};
+
+struct ReporterOptions {
+  bool session_files = true;  // results.json and report.html (a session; not cvs report's re-render)
+  bool fleet_files = false;   // a fleet run's files, JUnit and fleet.html
+  std::string html;           // report.html elsewhere ("": <folder>/report.html)
+  std::string junit;          // the session's JUnit file, whose ERROR stages get <error> ("": none)
+  std::string openmetrics;    // --openmetrics FILE
+  std::string pushgateway;    // --pushgateway URL
+  std::string history;        // --history SPEC ("none": off; "": $CVS_HISTORY or the default store)
+  bool record_history = true;
+};
+
+std::vector<std::unique_ptr<Reporter>> reporters(const ReporterOptions& o);
+
+// Runs every reporter; prints "cvs: <name> <where>" for each; an essential reporter's exception
+// propagates, any other's is one warning line. Returns the lines.
+std::vector<std::string> run_reporters(const std::vector<std::unique_ptr<Reporter>>& list,
+                                       const ReportContext& ctx);
+
+}  // namespace cvs::report
