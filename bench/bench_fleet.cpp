@@ -19,7 +19,7 @@ std::vector<cvs::FleetNode> fleet(std::size_t n) {
   std::vector<cvs::FleetNode> nodes;
   for (std::size_t i = 0; i < n; ++i) {
     const double slow = i % 64 == 7 ? 0.67 : 1.0;
-    cvs::FleetNode node{"gpu" + std::to_string(i), cvs::Outcome::Pass, "", {}, {}, {}, ""};
+    cvs::FleetNode node{"gpu" + std::to_string(i), cvs::Outcome::Pass, "", {}, {}, {}, "", {}};
     for (const char* sweep : {"BS=4,PRECISION=BF16", "BS=8,PRECISION=FP8"}) {
       node.figures[std::string(sweep) + " tokens_per_sec_per_gpu"] = 9000 * slow * noise(rng);
       node.figures[std::string(sweep) + " step_time_p50_ms"] = 450 / slow * noise(rng);

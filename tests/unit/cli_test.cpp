@@ -236,6 +236,31 @@ TEST(Cli, TheFleetRefusesADistributedConfigAndAReusedFolder) {
   EXPECT_FALSE(std::filesystem::exists("/tmp/cvs-fleet-never-made"));
 }
 
+// Fleet mode through the cvs tool: `cvs fleet ...` and `cvs run jaxmaxtext_fleet ...` exec the same
+// binary (its help, its exit 2 on a distributed config), and `cvs --help` lists it.
+TEST(Cli, CvsFleetAndCvsRunReachFleetMode) {
+  const std::string cvs = CVS_BINARY, root = CVS_SOURCE_ROOT;
+  auto p = run_command(cvs + " --help");
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("\n  fleet --cluster FILE --config FILE"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("jaxmaxtext_fleet"), std::string::npos) << p.out;
+  for (const std::string& via : {cvs + " fleet", cvs + " run jaxmaxtext_fleet"}) {
+    p = run_command(via + " --help");
+    EXPECT_EQ(p.exit_code, 0) << via << ": " << p.out;
+    EXPECT_NE(p.out.find("Usage: jaxmaxtext_fleet"), std::string::npos) << via << ": " << p.out;
+    p = run_command(via + " --config " + root + "/configs/cpu_jaxmaxtext_tiny_distributed.json --cluster " +
+                    root + "/configs/clusters/local_2nodes.json --output /tmp/cvs-fleet-never-made");
+    EXPECT_EQ(p.exit_code, 2) << via << ": " << p.out;
+    EXPECT_NE(p.out.find("/mode: fleet mode runs a single-node config"), std::string::npos)
+        << via << ": " << p.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists("/tmp/cvs-fleet-never-made"));
+  p = run_command(cvs + " run jaxmaxtext_nothing");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("jaxmaxtext_single|jaxmaxtext_distributed|jaxmaxtext_fleet"), std::string::npos)
+      << p.out;
+}
+
 TEST(Cli, TheSuitesAndGpuProbeParseTheirOptionsWithCli11) {
   const std::string suite = CVS_SUITE_SINGLE;
   auto p = run_command(suite + " --poll-interval-s abc");

@@ -24,7 +24,7 @@ const std::string kP50 = "BS=4 step_time_p50_ms";
 const std::string kLoss = "BS=4 final_loss";
 
 cvs::FleetNode node(const std::string& name, double tok, double p50, double loss = 2.5) {
-  return {name, cvs::Outcome::Pass, "", {{kTok, tok}, {kP50, p50}, {kLoss, loss}}, {}, {}, ""};
+  return {name, cvs::Outcome::Pass, "", {{kTok, tok}, {kP50, p50}, {kLoss, loss}}, {}, {}, "", {}};
 }
 
 std::string read(const fs::path& p) {
@@ -80,6 +80,26 @@ TEST(Fleet, NoisyHealthyFleetsGiveNoSuspects) {
   }
 }
 
+TEST(Fleet, ANodeWhoseOwnIntervalReachesTheFleetsBandIsNoOutlier) {
+  // Four healthy nodes; one's p50 estimate is 15 % above the median (modified z ~ 5), from a run
+  // whose p50 interval reaches 5 % of it: the evidence does not exclude it being as fast as the rest.
+  std::vector<cvs::FleetNode> nodes = {node("n0", 10000, 12.0), node("n1", 10050, 12.1),
+                                       node("n2", 9950, 11.9), node("n3", 10020, 13.8)};
+  for (auto& n : nodes) n.intervals[kP50] = {n.figures[kP50] - 0.3, n.figures[kP50] + 0.3};
+  nodes[3].intervals[kP50] = {12.6, 15.2};
+  const auto wide = cvs::score_fleet(nodes, {});
+  EXPECT_TRUE(wide.suspects().empty()) << cvs::fleet_reasons(wide.nodes.front());
+  // Without intervals (or with one wholly beyond both bounds) it is a suspect, and says so.
+  nodes[3].intervals[kP50] = {13.5, 14.1};
+  const auto tight = cvs::score_fleet(nodes, {});
+  ASSERT_EQ(tight.suspects(), std::vector<std::string>{"n3"});
+  const auto why = cvs::fleet_reasons(tight.nodes.front());
+  EXPECT_NE(why.find("step_time_p50_ms 13.8 is"), std::string::npos) << why;
+  EXPECT_NE(why.find("its whole interval [13.5, 14.1] too"), std::string::npos) << why;
+  nodes[3].intervals.clear();
+  EXPECT_EQ(cvs::score_fleet(nodes, {}).suspects(), std::vector<std::string>{"n3"});
+}
+
 TEST(Fleet, FailedRunsAreSuspectsAndTooSmallAFleetIsNotScored) {
   std::vector<cvs::FleetNode> nodes = {node("a", 10000, 20), node("b", 4000, 50)};
   nodes.push_back({"c",
@@ -88,8 +108,9 @@ TEST(Fleet, FailedRunsAreSuspectsAndTooSmallAFleetIsNotScored) {
                    {},
                    {},
                    {},
-                   ""});
-  nodes.push_back({"d", std::nullopt, "no results.json", {}, {}, {}, ""});
+                   "",
+                   {}});
+  nodes.push_back({"d", std::nullopt, "no results.json", {}, {}, {}, "", {}});
   const auto s = cvs::score_fleet(nodes, {});
   EXPECT_TRUE(s.too_small) << "two passing runs";
   EXPECT_EQ(s.suspects(), (std::vector<std::string>{"c", "d"}))

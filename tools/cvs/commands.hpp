@@ -11,12 +11,13 @@ namespace cvs::cli {
 
 using Args = std::vector<std::string>;
 
-int cmd_config(const Args& args);     // cvs config validate|list|copy
-int cmd_metrics(const Args& args);    // cvs metrics LOG... [--nodes N --gpus-per-node G]
-int cmd_report(const Args& args);     // cvs report RESULTS.json [--out FILE]
-int cmd_card(const Args& args);       // cvs card RESULTS.json [--out FILE]
-int cmd_compare(const Args& args);    // cvs compare OLD NEW [--tolerance-pct P]
-int cmd_run(const Args& args);        // cvs run SUITE [args] (execs the suite binary)
+int cmd_config(const Args& args);   // cvs config validate|list|copy
+int cmd_metrics(const Args& args);  // cvs metrics LOG... [--nodes N --gpus-per-node G]
+int cmd_report(const Args& args);   // cvs report RESULTS.json [--out FILE]
+int cmd_card(const Args& args);     // cvs card RESULTS.json [--out FILE]
+int cmd_compare(const Args& args);  // cvs compare OLD NEW [--tolerance-pct P]
+int cmd_run(const Args& args);      // cvs run SUITE [args] (execs the suite binary)
+int cmd_fleet(const Args& args);
 int cmd_calibrate(const Args& args);  // cvs calibrate --config FILE [--cluster FILE] [--repeats N]
 int cmd_history(const Args& args);    // cvs history sessions|node|lemons|trend|ingest|export
 

@@ -18,7 +18,11 @@ commands:
   config list                 the shipped configs with GPU, mode and precisions
   config copy NAME [DIR]      copy a shipped config and its threshold file(s) side by side (never overwrites)
   run SUITE [--config FILE] [--cluster FILE] [--output DIR] [gtest flags]
-                              run jaxmaxtext_single or jaxmaxtext_distributed; prints where the report is
+                              run jaxmaxtext_single, jaxmaxtext_distributed or jaxmaxtext_fleet; prints
+                              where the report is
+  fleet --cluster FILE --config FILE [--pairs DIST.json] [--baseline CAL] [--output DIR] [...]
+                              fleet mode (= run jaxmaxtext_fleet): the single-node workload on every node,
+                              each scored against the fleet; suspects, healthy_cluster.json, slurm_exclude.txt
   calibrate --config FILE [--cluster FILE] [--repeats N | --from RESULTS.json...] [--out FILE] [-- SUITE ARGS]
                               run the sweeps N times (default 3) on a known-good node or cluster, or read
                               sessions already run, and write a threshold file whose speed gates come from
@@ -52,6 +56,7 @@ int main(int argc, char** argv) {
     if (cmd == "config") return cvs::cli::cmd_config(args);
     if (cmd == "metrics") return cvs::cli::cmd_metrics(args);
     if (cmd == "run") return cvs::cli::cmd_run(args);
+    if (cmd == "fleet") return cvs::cli::cmd_fleet(args);
     if (cmd == "calibrate") return cvs::cli::cmd_calibrate(args);
     if (cmd == "report") return cvs::cli::cmd_report(args);
     if (cmd == "card") return cvs::cli::cmd_card(args);

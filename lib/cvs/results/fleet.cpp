@@ -38,26 +38,50 @@ int bad_side(const std::string& metric) {
   return m && m->better == Better::Higher ? 1 : -1;
 }
 
-// The figure's evidence against a node, when it is an outlier on the bad side beyond both bounds.
+// Where x stands against the figure's median: its relative distance and modified z-score, and
+// whether it is an outlier on the bad side beyond both bounds.
+struct Standing {
+  double dev = 0, z = 0;
+  bool outlier = false;
+};
+
+Standing standing(const std::string& figure, double x, const FigureStats& st, const FleetPolicy& policy) {
+  Standing r;
+  r.dev = (x - st.median) / std::fabs(st.median);
+  r.z = st.mad > 0
+            ? kMadToZ * (x - st.median) / st.mad
+            : (x == st.median ? 0 : std::copysign(std::numeric_limits<double>::infinity(), x - st.median));
+  const int side = bad_side(metric_of(figure));
+  const bool bad = side == 0 ? true : (side > 0 ? r.z < 0 : r.z > 0);
+  r.outlier = bad && std::fabs(r.z) > policy.max_z && std::fabs(r.dev) >= policy.min_deviation;
+  return r;
+}
+
+// The figure's evidence against a node, when it is an outlier on the bad side beyond both bounds,
+// and so is the end of its steady-state interval `iv` nearest the median (when it has one).
 // `label` names the figure in the text (default: the figure).
 std::optional<FleetEvidence> outlier(const std::string& figure, double x, const FigureStats& st,
-                                     const FleetPolicy& policy, const std::string& label = "") {
+                                     const FleetPolicy& policy, const std::pair<double, double>* iv,
+                                     const std::string& label = "") {
   const char* reference = st.calibrated ? "the calibrated baseline's median" : "the fleet's median";
   if (!std::isfinite(x) || st.median == 0) return std::nullopt;
-  const double dev = (x - st.median) / std::fabs(st.median);
-  const double z =
-      st.mad > 0
-          ? kMadToZ * (x - st.median) / st.mad
-          : (x == st.median ? 0 : std::copysign(std::numeric_limits<double>::infinity(), x - st.median));
-  const int side = bad_side(metric_of(figure));
-  const bool bad = side == 0 ? true : (side > 0 ? z < 0 : z > 0);
-  if (!bad || std::fabs(z) <= policy.max_z || std::fabs(dev) < policy.min_deviation) return std::nullopt;
-  FleetEvidence e{figure, x, st.median, z, dev, ""};
+  const Standing at = standing(figure, x, st, policy);
+  if (!at.outlier) return std::nullopt;
+  if (iv && !standing(figure, x < st.median ? iv->second : iv->first, st, policy).outlier)
+    return std::nullopt;
+  FleetEvidence e{figure, x, st.median, at.z, at.dev, ""};
   e.text = (label.empty() ? figure : label) + " " + short_number(x) + " is " +
-           short_number(std::fabs(dev) * 100) + " % " + (x < st.median ? "below" : "above") + " " +
+           short_number(std::fabs(at.dev) * 100) + " % " + (x < st.median ? "below" : "above") + " " +
            reference + " " + short_number(st.median) + " (modified z " +
-           (std::isinf(z) ? std::string(z > 0 ? "+inf" : "-inf") : short_number(z)) + ")";
+           (std::isinf(at.z) ? std::string(at.z > 0 ? "+inf" : "-inf") : short_number(at.z)) + ")";
+  if (iv)
+    e.text += ", its whole interval [" + short_number(iv->first) + ", " + short_number(iv->second) + "] too";
   return e;
+}
+
+const std::pair<double, double>* interval_of(const FleetNode& n, const std::string& figure) {
+  const auto it = n.intervals.find(figure);
+  return it == n.intervals.end() ? nullptr : &it->second;
 }
 
 // The evidence counts against the node: it is a suspect, and its worst |z| orders the suspects.
@@ -98,7 +122,7 @@ void baseline_evidence(const FleetNode& n, const FleetPolicy& policy, NodeScore&
   for (const auto& [figure, st] : policy.baseline) {
     const auto it = n.steady.find(figure);
     if (it == n.steady.end()) continue;
-    if (auto e = outlier(figure, it->second, st, policy, figure + " (steady state)"))
+    if (auto e = outlier(figure, it->second, st, policy, interval_of(n, figure), figure + " (steady state)"))
       accuse(ns, std::move(*e));
   }
 }
@@ -156,7 +180,8 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
     } else {
       if (!s.too_small)
         for (const auto& [figure, x] : n.figures)
-          if (auto e = outlier(figure, x, s.figures[figure], policy)) accuse(ns, std::move(*e));
+          if (auto e = outlier(figure, x, s.figures[figure], policy, interval_of(n, figure)))
+            accuse(ns, std::move(*e));
       baseline_evidence(n, policy, ns);
     }
     s.nodes.push_back(std::move(ns));
@@ -234,6 +259,7 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
     for (const auto& [metric, iv] : sweep.steady_state->intervals)
       if (!std::isnan(iv.estimate)) {
         n.steady[key + " " + metric] = iv.estimate;
+        if (std::isfinite(iv.lo) && std::isfinite(iv.hi)) n.intervals[key + " " + metric] = {iv.lo, iv.hi};
         // The figure the node's own verdict used, not the point figure beside it.
         if (is_fleet_metric(metric)) n.figures[key + " " + metric] = iv.estimate;
       }

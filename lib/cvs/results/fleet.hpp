@@ -8,7 +8,10 @@
 // beyond both bounds (|z| > max_z and a relative distance of min_deviation or more: a fleet whose
 // nodes agree to 0.1 % has a tiny MAD, and 1 % from it is not a fault), when its run failed or
 // errored (the suite's own gates: absolute floors from the threshold file included), or when it
-// left no results. Fewer than min_fleet scored nodes: the fleet is too small to score, and only
+// left no results. A node with a steady-state interval for the figure is an outlier only when the
+// whole interval is: the end nearest the median must cross both bounds too (a node whose own
+// interval reaches the fleet's band may be as fast as the rest, and a false suspect costs a node
+// its place in the cluster). Fewer than min_fleet scored nodes: the fleet is too small to score, and only
 // the runs' own verdicts count.
 //
 // Also, whatever the fleet's size:
@@ -52,6 +55,8 @@ struct FleetNode {
   std::map<std::string, double> steady;      // "<sweep> <metric>" -> its steady-state estimate
   std::map<std::string, std::string> facts;  // the probe's: gpus, device_kind, jax_version, ...
   std::string telemetry;                     // what its telemetry shows, in words (explain_telemetry)
+  std::map<std::string, std::pair<double, double>>
+      intervals;  // "<sweep> <metric>" -> its steady-state [lo, hi]
 };
 
 struct FleetEvidence {
