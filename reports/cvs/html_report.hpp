@@ -4,11 +4,12 @@
 
 #include <string>
 
+#include "cvs/base/text.hpp"
 #include "cvs/results/results_file.hpp"
 
 namespace cvs::report {
 
 std::string render_html(const Results& results);
-std::string html_escape(const std::string& s);
+using cvs::html_escape;  // lib/cvs/base/text.hpp
 
 }  // namespace cvs::report

@@ -4,13 +4,10 @@
 #include <regex>
 #include <sstream>
 
+#include "cvs/base/text.hpp"
+
 namespace cvs::report {
 namespace {
-
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
-    s.replace(p, from.size(), to);
-}
 
 // Testcases of a block that hold a <failure / an <error element.
 std::pair<int, int> count_cases(const std::string& block) {

@@ -33,12 +33,18 @@ std::string one_line(const std::string& s) {
 }
 
 // The entry for the history and the metrics exports: given, read from a fleet run's files (the
-// fleet reporters run first), or built from the session's results.
-history::SessionEntry entry_of(const ReportContext& c) {
+// fleet reporters run first), or built from the session's results; built once per context.
+const history::SessionEntry& entry_of(const ReportContext& c) {
   if (c.entry) return *c.entry;
-  if (c.fleet) return history::entry_of_fleet(c.folder);
-  if (!c.results) throw std::runtime_error("nothing to report");
-  return history::entry_of_session(*c.results, c.folder.string());
+  if (!c.built_entry) {
+    if (c.fleet)
+      c.built_entry = history::entry_of_fleet(c.folder);
+    else if (c.results)
+      c.built_entry = history::entry_of_session(*c.results, c.folder.string());
+    else
+      throw std::runtime_error("nothing to report");
+  }
+  return *c.built_entry;
 }
 
 class JsonReporter : public Reporter {
@@ -145,7 +151,7 @@ class PushgatewayReporter : public Reporter {
   explicit PushgatewayReporter(std::string url) : url_(std::move(url)) {}
   std::string name() const override { return "pushed"; }
   std::string write(const ReportContext& c) override {
-    const auto e = entry_of(c);
+    const auto& e = entry_of(c);
     history::push_to_gateway(url_, e, history::openmetrics_text(e));
     return url_;
   }

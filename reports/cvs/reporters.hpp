@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct ReportContext {
   const Results* results = nullptr;              // a suite session
   const history::SessionEntry* entry = nullptr;  // given: what the history and metrics exports take
   const FleetReport* fleet = nullptr;            // a fleet run (its entry is read from its files)
+  // The entry once built (a fleet's reads every node's results.json): the history, OpenMetrics and
+  // Pushgateway reporters share it.
+  mutable std::optional<history::SessionEntry> built_entry{};
 };
 
 class Reporter {

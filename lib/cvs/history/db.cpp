@@ -49,12 +49,6 @@ class SqliteDb : public Db {
   }
   ~SqliteDb() override { sqlite3_close(db_); }
 
-  void exec(const std::string& sql, const std::vector<Value>& params) override { run(sql, params, nullptr); }
-  std::vector<Row> query(const std::string& sql, const std::vector<Value>& params) override {
-    std::vector<Row> rows;
-    run(sql, params, &rows);
-    return rows;
-  }
   void begin() override { exec("BEGIN IMMEDIATE", {}); }
   bool has_table(const std::string& name) override {
     return !query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", {Value::of(name)}).empty();
@@ -62,8 +56,8 @@ class SqliteDb : public Db {
   std::string engine() const override { return "sqlite"; }
   std::string where() const override { return path_; }
 
- private:
-  void run(const std::string& sql, const std::vector<Value>& params, std::vector<Row>* rows) {
+ protected:
+  void run(const std::string& sql, const std::vector<Value>& params, std::vector<Row>* rows) override {
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
       throw StoreError(path_ + ": " + sqlite3_errmsg(db_) + " (in: " + sql.substr(0, 80) + ")");
@@ -101,6 +95,7 @@ class SqliteDb : public Db {
     if (!why.empty()) throw StoreError(path_ + ": " + why + " (in: " + sql.substr(0, 80) + ")");
   }
 
+ private:
   std::string path_;
   sqlite3* db_ = nullptr;
 };
@@ -142,12 +137,6 @@ class PgDb : public Db {
   }
   ~PgDb() override { PQfinish(conn_); }
 
-  void exec(const std::string& sql, const std::vector<Value>& params) override { run(sql, params, nullptr); }
-  std::vector<Row> query(const std::string& sql, const std::vector<Value>& params) override {
-    std::vector<Row> rows;
-    run(sql, params, &rows);
-    return rows;
-  }
   void begin() override { exec("BEGIN", {}); }
   void lock_schema() override { exec("SELECT pg_advisory_xact_lock(7405114)", {}); }
   bool has_table(const std::string& name) override {
@@ -156,8 +145,8 @@ class PgDb : public Db {
   std::string engine() const override { return "postgresql"; }
   std::string where() const override { return where_; }
 
- private:
-  void run(const std::string& sql, const std::vector<Value>& params, std::vector<Row>* rows) {
+ protected:
+  void run(const std::string& sql, const std::vector<Value>& params, std::vector<Row>* rows) override {
     std::vector<std::string> text(params.size());
     std::vector<const char*> values(params.size(), nullptr);
     for (std::size_t i = 0; i < params.size(); ++i)
@@ -195,6 +184,7 @@ class PgDb : public Db {
     PQclear(r);
   }
 
+ private:
   PGconn* conn_ = nullptr;
   std::string where_;
 };

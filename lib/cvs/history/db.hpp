@@ -36,8 +36,12 @@ using Row = std::vector<Value>;
 class Db {
  public:
   virtual ~Db() = default;
-  virtual void exec(const std::string& sql, const std::vector<Value>& params = {}) = 0;
-  virtual std::vector<Row> query(const std::string& sql, const std::vector<Value>& params = {}) = 0;
+  void exec(const std::string& sql, const std::vector<Value>& params = {}) { run(sql, params, nullptr); }
+  std::vector<Row> query(const std::string& sql, const std::vector<Value>& params = {}) {
+    std::vector<Row> rows;
+    run(sql, params, &rows);
+    return rows;
+  }
   // A write transaction: BEGIN IMMEDIATE in SQLite (a second writer waits, up to the busy
   // timeout, instead of failing at its first write), BEGIN in PostgreSQL.
   virtual void begin() = 0;
@@ -50,6 +54,10 @@ class Db {
   void rollback() { exec("ROLLBACK"); }
   virtual std::string engine() const = 0;  // "sqlite" or "postgresql"
   virtual std::string where() const = 0;   // the file, or the server (never the password)
+
+ protected:
+  // The engine's one statement: `sql` with `params` bound, its rows into `rows` when given.
+  virtual void run(const std::string& sql, const std::vector<Value>& params, std::vector<Row>* rows) = 0;
 };
 
 // A SQLite database file (created with its folder when missing).

@@ -13,14 +13,10 @@
 #include <map>
 #include <vector>
 
+#include "cvs/base/text.hpp"
+
 namespace cvs::history {
 namespace {
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())
-    s.replace(at, from.size(), to);
-  return s;
-}
 
 std::string label_value(const std::string& v) {
   std::string o;
@@ -101,9 +97,10 @@ std::string base64url(const std::string& s) {
 
 std::pair<std::string, double> prometheus_name(const std::string& metric) {
   if (metric == "tokens_per_sec_total") return {"cvs_maxtext_tokens_per_second_all_gpus", 1.0};
-  std::string n = replace_all(metric, "_per_sec", "_per_second");
+  std::string n = metric;
+  replace_all(n, "_per_sec", "_per_second");
   double f = 1.0;
-  if (n.find("_ms") != std::string::npos) n = replace_all(n, "_ms", "_seconds"), f = 1e-3;
+  if (n.find("_ms") != std::string::npos) replace_all(n, "_ms", "_seconds"), f = 1e-3;
   if (n.size() > 4 && n.substr(n.size() - 4) == "_pct") n = n.substr(0, n.size() - 4) + "_ratio", f = 0.01;
   if (n.size() > 3 && n.substr(n.size() - 3) == "_gb") n = n.substr(0, n.size() - 3) + "_bytes", f = 1e9;
   return {"cvs_maxtext_" + n, f};

@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "cvs/base/text.hpp"
+
 namespace cvs::history {
 namespace {
 
@@ -57,23 +59,6 @@ void segment(const std::vector<double>& x, std::size_t a, std::size_t b, double 
   segment(x, a, s.at, min_change_pct, out);
   out.push_back(s);
   segment(x, s.at, b, min_change_pct, out);
-}
-
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '&')
-      o += "&amp;";
-    else if (c == '"')
-      o += "&quot;";
-    else
-      o += c;
-  }
-  return o;
 }
 
 std::string day(const std::string& iso) {
@@ -149,7 +134,7 @@ std::string trend_svg(const std::string& metric, const std::vector<TrendPoint>& 
   };
   const auto Y = [&](double v) { return T + (hi - v) / (hi - lo) * (H - T - B); };
   h << "<svg viewBox=\"0 0 " << W << " " << H << "\" width=\"" << W
-    << "\" role=\"img\" aria-label=\"trend of " << esc(metric) << "\">";
+    << "\" role=\"img\" aria-label=\"trend of " << html_escape(metric) << "\">";
   h << fmt::format("<text x=\"4\" y=\"{:.0f}\">{:.6g}</text><text x=\"4\" y=\"{:.0f}\">{:.6g}</text>",
                    Y(hi) + 10, hi, Y(lo), lo);
   for (const auto& [i, c] : provenance_changes(points)) {
@@ -157,7 +142,7 @@ std::string trend_svg(const std::string& metric, const std::vector<TrendPoint>& 
     std::string label;
     for (const auto& [f, a, b] : c) label += (label.empty() ? "" : ", ") + f;
     h << fmt::format("<line class=\"prov\" x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\"/>", x, T, x, H - B)
-      << fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>", x + 3, T + 10, esc(label));
+      << fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>", x + 3, T + 10, html_escape(label));
   }
   for (const auto& c : changes) {
     const double x = (X(c.index - 1) + X(c.index)) / 2;
@@ -174,11 +159,11 @@ std::string trend_svg(const std::string& metric, const std::vector<TrendPoint>& 
                        X(i), Y(*p.lo), Y(*p.hi));
     h << fmt::format(
         "<circle class=\"pt\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"><title>{} {:.6g}</title></circle>", X(i),
-        Y(p.estimate), esc(p.started_at), p.estimate);
+        Y(p.estimate), html_escape(p.started_at), p.estimate);
   }
   h << fmt::format("<text x=\"{}\" y=\"{}\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-                   L, H - 12, esc(day(points.front().started_at)), W - R, H - 12,
-                   esc(day(points.back().started_at)));
+                   L, H - 12, html_escape(day(points.front().started_at)), W - R, H - 12,
+                   html_escape(day(points.back().started_at)));
   h << "</svg>";
   return h.str();
 }
@@ -195,9 +180,10 @@ std::string trend_table(const std::vector<TrendPoint>& points) {
     for (const auto& [j, c] : pc)
       if (j == i)
         for (const auto& [f, a, b] : c)
-          what += (what.empty() ? "" : "; ") + esc(f) + ": " + esc(a) + " &rarr; " + esc(b);
-    h << "<tr><td>" << i + 1 << "</td><td>" << esc(p.started_at) << "</td><td><code>" << esc(p.sweep)
-      << "</code></td><td>" << fmt::format("{:.6g}", p.estimate) << "</td><td>"
+          what += (what.empty() ? "" : "; ") + html_escape(f) + ": " + html_escape(a) + " &rarr; " +
+                  html_escape(b);
+    h << "<tr><td>" << i + 1 << "</td><td>" << html_escape(p.started_at) << "</td><td><code>"
+      << html_escape(p.sweep) << "</code></td><td>" << fmt::format("{:.6g}", p.estimate) << "</td><td>"
       << (p.lo && p.hi ? fmt::format("[{:.6g}, {:.6g}]", *p.lo, *p.hi) : std::string("&mdash;"))
       << "</td><td>" << what << "</td></tr>";
   }
@@ -211,11 +197,11 @@ std::string render_trend_html(const std::string& config, const std::string& metr
                               const std::vector<TrendPoint>& points,
                               const std::vector<ChangePoint>& changes) {
   std::ostringstream h;
-  h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << esc(metric)
-    << " trend: " << esc(config) << "</title><style>" << kTrendStyle << "</style></head><body>";
-  h << "<h1>" << esc(metric) << "</h1><p>config <code>" << esc(config) << "</code>, " << points.size()
-    << " session(s)</p>";
-  for (const auto& c : changes) h << "<p class=\"cpw\">Change point: " << esc(c.words) << "</p>";
+  h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << html_escape(metric)
+    << " trend: " << html_escape(config) << "</title><style>" << kTrendStyle << "</style></head><body>";
+  h << "<h1>" << html_escape(metric) << "</h1><p>config <code>" << html_escape(config) << "</code>, "
+    << points.size() << " session(s)</p>";
+  for (const auto& c : changes) h << "<p class=\"cpw\">Change point: " << html_escape(c.words) << "</p>";
   if (changes.empty()) h << "<p>No change point.</p>";
   if (!points.empty()) h << trend_svg(metric, points, changes);
   h << trend_table(points) << "</body></html>\n";
