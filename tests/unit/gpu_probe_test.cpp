@@ -51,6 +51,25 @@ TEST(GpuProbe, NvidiaSmiCsv) {
   EXPECT_FALSE(check_probe(p, "gb200", 8).empty());
 }
 
+// Recorded on a real NVIDIA H200 (driver 580.159.04) by tests/device/h200_check.sh: the probe's
+// own query, and what gpu_probe (this repository's binary, HIP build, no AMD device there) printed
+// from it on that machine.
+TEST(GpuProbe, ARealH200ReadsAsOneSm90GpuAndTheBinarysOutputThereIsThisParse) {
+  const auto p = cvs::parse_nvidia_smi_csv(file("nvidia_smi_h200_1.csv"));
+  ASSERT_EQ(p.devices.size(), 1u);
+  EXPECT_EQ(p.devices[0].name, "NVIDIA H200");
+  EXPECT_EQ(p.devices[0].arch, "sm_90");
+  EXPECT_NEAR(*p.devices[0].total_gb, 143771 * 1.048576 / 1000, 1e-9) << "MiB, in decimal GB";
+  EXPECT_TRUE(check_probe(p, "h200", 1).empty());
+  EXPECT_TRUE(check_probe(p, "h100", 1).empty()) << "the same sm_90";
+  EXPECT_FALSE(check_probe(p, "gb200", 1).empty()) << "sm_100";
+  EXPECT_FALSE(check_probe(p, "h200", 8).empty());
+  auto there = nlohmann::json::parse(file("gpu_probe_h200.json"));
+  EXPECT_TRUE(there.at("hip_runtime").get<bool>());
+  there.erase("hip_runtime");
+  EXPECT_EQ(there, nlohmann::json::parse(cvs::to_json(p).dump()));
+}
+
 TEST(GpuProbe, CountArchAndBusyMemoryAreProblems) {
   auto p = cvs::parse_rocm_smi_json(file("rocm_smi_mi300x_8.json"));
   auto count = check_probe(p, "mi3xx", 4);

@@ -111,6 +111,53 @@ TEST(Telemetry, ARecordedThrottlingEpisodeReachesTheRecordTheWordsAndTheGate) {
   EXPECT_EQ(cvs::explain_telemetry(back), why);
 }
 
+// A real H200 (tests/device/h200_check.sh): idle samples, then a bf16 matmul loop. Under the load
+// it draws 690 of its 700 W with "power cap" set and the SM clock at 1470-1545 MHz: that is the
+// GPU working as built, not a slowdown, and no gate or word may say otherwise.
+TEST(Telemetry, ARealH200AtItsDefaultPowerLimitIsNotSlowed) {
+  for (const char* f : {"nvidia_smi_h200_load_sampler.txt", "nvidia_smi_h200_load_sampler_14_fields.txt"}) {
+    SCOPED_TRACE(f);
+    const auto t = summary_of(recorded(f));
+    EXPECT_EQ(t.tool, "nvidia-smi");
+    EXPECT_EQ(t.cores, 16);
+    ASSERT_EQ(t.gpus.size(), 1u);
+    const auto& g = t.gpus[0];
+    EXPECT_GT(g.power_capped_fraction, 0.5);
+    EXPECT_DOUBLE_EQ(g.throttled_fraction, 0.0);
+    EXPECT_TRUE(g.throttle_reasons.empty());
+    EXPECT_GT(g.figures.at("power_w").max, 690);
+    EXPECT_EQ(cvs::explain_telemetry(t).find("GPU 0"), std::string::npos) << cvs::explain_telemetry(t);
+    cvs::TelemetryGates gates;
+    gates.max_throttled_fraction = 0.05;
+    EXPECT_TRUE(cvs::telemetry_violations(t, gates).empty());
+  }
+  const auto t = summary_of(recorded("nvidia_smi_h200_load_sampler.txt"));
+  EXPECT_DOUBLE_EQ(*t.gpus[0].power_limit_w, 700);
+  EXPECT_DOUBLE_EQ(*t.gpus[0].power_default_limit_w, 700);
+}
+
+// The same recording with the enforced limit edited to 500 W (a limit an operator lowered; the
+// device machine's settings are not ours to change): now the cap is a slowdown, and said.
+TEST(Telemetry, ALoweredPowerLimitMakesTheCapASlowdownAndIsSaid) {
+  std::string text = recorded("nvidia_smi_h200_load_sampler.txt");
+  for (std::size_t at; (at = text.find(", 700.00, 700.00")) != std::string::npos;)
+    text.replace(at, 16, ", 500.00, 700.00");
+  const auto t = summary_of(text);
+  const auto& g = t.gpus[0];
+  EXPECT_DOUBLE_EQ(g.power_capped_fraction, 0.0);
+  EXPECT_GT(g.throttled_fraction, 0.5);
+  EXPECT_GT(g.throttle_reasons.at("power cap"), 0.5);
+  const auto why = cvs::explain_telemetry(t);
+  EXPECT_NE(why.find("GPU 0 slowed (power cap)"), std::string::npos) << why;
+  EXPECT_NE(why.find("GPU 0 power limit lowered to 500 W (default 700 W)"), std::string::npos) << why;
+  cvs::TelemetryGates gates;
+  gates.max_throttled_fraction = 0.05;
+  ASSERT_EQ(cvs::telemetry_violations(t, gates).size(), 1u);
+  const auto back = cvs::telemetry_from_json(cvs::to_json(t));
+  EXPECT_DOUBLE_EQ(*back.gpus[0].power_limit_w, 500);
+  EXPECT_EQ(cvs::explain_telemetry(back), why);
+}
+
 TEST(Telemetry, AnEccIncrementFailsByDefaultAndANarrowedPcieLinkIsSaid) {
   auto t = summary_of(
       sampler_output({recorded("nvidia_smi_h100_healthy.csv"), recorded("nvidia_smi_h100_ecc.csv")}, 1.9, 0));

@@ -129,12 +129,18 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 
 // nvidia-smi's clocks_event_reasons.active bits that slow the clocks down (idle, application
 // clocks and the display are not slowdowns).
-std::vector<std::string> nvidia_reasons(std::string_view hex) {
-  std::vector<std::string> out;
+std::optional<unsigned long long> num_hex(std::string_view hex) {
   std::string t(hex);
   while (!t.empty() && t.front() == ' ') t.erase(0, 1);
-  if (t.rfind("0x", 0) != 0) return out;
-  const unsigned long long m = std::strtoull(t.c_str() + 2, nullptr, 16);
+  if (t.rfind("0x", 0) != 0) return std::nullopt;
+  return std::strtoull(t.c_str() + 2, nullptr, 16);
+}
+
+std::vector<std::string> nvidia_reasons(std::string_view hex) {
+  std::vector<std::string> out;
+  const auto mask = num_hex(hex);
+  if (!mask) return out;
+  const unsigned long long m = *mask;
   const std::pair<unsigned long long, const char*> bits[] = {
       {0x4, "power cap"},           {0x8, "hardware slowdown"},       {0x20, "thermal (software)"},
       {0x40, "thermal (hardware)"}, {0x80, "power brake (hardware)"}, {0x10, "sync boost"}};
@@ -233,12 +239,17 @@ std::optional<GpuSample> parse_nvidia_smi_row(std::string_view csv) {
   s.temp_mem_c = num(f[5]);
   s.util_pct = num(f[6]);
   s.throttle = nvidia_reasons(f[7]);
+  if (const auto bits = num_hex(f[7])) s.idle = (*bits & 0x1) != 0;
   s.ecc_corrected = num(f[8]);
   s.ecc_uncorrected = num(f[9]);
   s.pcie_width = num(f[10]);
   s.pcie_width_max = num(f[11]);
   s.pcie_gen = num(f[12]);
   s.pcie_gen_max = num(f[13]);
+  if (f.size() >= 16) {  // samplers before the power limits were queried sent 14 fields
+    s.power_limit_w = num(f[14]);
+    s.power_default_limit_w = num(f[15]);
+  }
   return s;
 }
 

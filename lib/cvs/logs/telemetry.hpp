@@ -30,8 +30,14 @@ struct GpuSample {
   int index = 0;
   std::optional<double> power_w, sm_clock_mhz, mem_clock_mhz, temp_c, temp_hotspot_c, temp_mem_c, util_pct;
   std::vector<std::string> throttle;  // the reasons slowing the clocks now (power cap, thermal, ...)
+  bool idle = false;                  // the tool says the GPU has no work (nvidia-smi's "GPU idle" reason)
   std::optional<double> ecc_corrected, ecc_uncorrected;  // counters since the driver loaded
   std::optional<double> pcie_width, pcie_width_max, pcie_gen, pcie_gen_max;
+  // The power ceiling the driver enforces now and its default (nvidia-smi's enforced.power.limit,
+  // power.default_limit): a GPU held at its default limit under full load is working as built (a
+  // real H200 under a bf16 matmul sits at 690 of 700 W with "power cap" set, clocks ~1460 MHz:
+  // tests/data/telemetry/nvidia_smi_h200_*); one whose limit was lowered is not.
+  std::optional<double> power_limit_w, power_default_limit_w;
 };
 
 struct HostSample {

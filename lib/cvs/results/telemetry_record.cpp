@@ -40,15 +40,20 @@ GpuTelemetry summarize_gpu(int index, const std::vector<const GpuSample*>& s) {
   g.index = index;
   g.samples = s.size();
   std::map<std::string, std::vector<double>> f;
-  std::size_t throttled = 0;
+  std::size_t throttled = 0, capped = 0;
   std::map<std::string, std::size_t> reasons;
   for (const auto* x : s) {
     auto add = [&](const char* k, const std::optional<double>& v) {
       if (v) f[k].push_back(*v);
     };
     add("power_w", x->power_w);
-    add("sm_clock_mhz", x->sm_clock_mhz);
-    add("mem_clock_mhz", x->mem_clock_mhz);
+    // An idle GPU parks its clocks (a real H200: 345 MHz before the work starts): the clock
+    // figures are the busy samples' (the chart keeps every sample).
+    const bool idle = x->idle || (x->util_pct && *x->util_pct <= 0);
+    if (!idle) {
+      add("sm_clock_mhz", x->sm_clock_mhz);
+      add("mem_clock_mhz", x->mem_clock_mhz);
+    }
     add("temp_c", x->temp_c);
     add("temp_hotspot_c", x->temp_hotspot_c);
     add("temp_mem_c", x->temp_mem_c);
@@ -56,8 +61,20 @@ GpuTelemetry summarize_gpu(int index, const std::vector<const GpuSample*>& s) {
     g.sm_clock_mhz.push_back(x->sm_clock_mhz.value_or(NAN));
     g.power_w.push_back(x->power_w.value_or(NAN));
     g.temp_c.push_back(x->temp_hotspot_c.value_or(x->temp_c.value_or(NAN)));
-    throttled += !x->throttle.empty();
-    for (const auto& r : x->throttle) ++reasons[r];
+    if (x->power_limit_w) g.power_limit_w = std::min(g.power_limit_w.value_or(1e18), *x->power_limit_w);
+    if (x->power_default_limit_w) g.power_default_limit_w = x->power_default_limit_w;
+    const bool lowered =
+        x->power_limit_w && x->power_default_limit_w && *x->power_limit_w < *x->power_default_limit_w - 0.5;
+    bool slowed = false;
+    for (const auto& r : x->throttle) {
+      if (r == "power cap" && !lowered) {
+        ++capped;
+        continue;
+      }
+      ++reasons[r];
+      slowed = true;
+    }
+    throttled += slowed;
     if (x->pcie_width) g.pcie_width_min = std::min(g.pcie_width_min.value_or(1e9), *x->pcie_width);
     if (x->pcie_width_max) g.pcie_width_max = std::max(g.pcie_width_max.value_or(0.0), *x->pcie_width_max);
     if (x->pcie_gen) g.pcie_gen_min = std::min(g.pcie_gen_min.value_or(1e9), *x->pcie_gen);
@@ -66,6 +83,7 @@ GpuTelemetry summarize_gpu(int index, const std::vector<const GpuSample*>& s) {
   for (const auto& [k, v] : f) gpu_figure(g, k.c_str(), v);
   const double n = std::max<double>(1.0, static_cast<double>(s.size()));
   g.throttled_fraction = static_cast<double>(throttled) / n;
+  g.power_capped_fraction = static_cast<double>(capped) / n;
   for (const auto& [r, c] : reasons) g.throttle_reasons[r] = static_cast<double>(c) / n;
   auto delta = [&](auto member) -> std::optional<double> {
     std::optional<double> first, last;
@@ -169,6 +187,9 @@ void gpu_words(const GpuTelemetry& g, double usual, std::vector<std::string>& wh
       s += fmt::format(", clock {:.0f}-{:.0f} MHz", clock->second.min, clock->second.max);
     why.push_back(s);
   }
+  if (g.power_limit_w && g.power_default_limit_w && *g.power_limit_w < *g.power_default_limit_w - 0.5)
+    why.push_back(fmt::format("GPU {} power limit lowered to {:.0f} W (default {:.0f} W)", g.index,
+                              *g.power_limit_w, *g.power_default_limit_w));
   if (g.ecc_uncorrected_delta && *g.ecc_uncorrected_delta > 0)
     why.push_back(
         fmt::format("GPU {} gained {} uncorrected ECC error(s)", g.index, *g.ecc_uncorrected_delta));
@@ -274,6 +295,9 @@ nlohmann::ordered_json to_json(const NodeTelemetry& t) {
     J reasons = J::object();
     for (const auto& [k, f] : g.throttle_reasons) reasons[k] = f;
     gj["throttle_reasons"] = reasons;
+    gj["power_capped_fraction"] = g.power_capped_fraction;
+    opt_put(gj, "power_limit_w", g.power_limit_w);
+    opt_put(gj, "power_default_limit_w", g.power_default_limit_w);
     opt_put(gj, "ecc_corrected_delta", g.ecc_corrected_delta);
     opt_put(gj, "ecc_uncorrected_delta", g.ecc_uncorrected_delta);
     opt_put(gj, "pcie_width_min", g.pcie_width_min);
@@ -327,6 +351,9 @@ NodeTelemetry telemetry_from_json(const nlohmann::ordered_json& j) {
       if (gj.contains("throttle_reasons") && gj["throttle_reasons"].is_object())
         for (const auto& [k, v] : gj["throttle_reasons"].items())
           if (v.is_number()) g.throttle_reasons[k] = v.get<double>();
+      g.power_capped_fraction = gj.value("power_capped_fraction", 0.0);
+      g.power_limit_w = opt_get(gj, "power_limit_w");
+      g.power_default_limit_w = opt_get(gj, "power_default_limit_w");
       g.ecc_corrected_delta = opt_get(gj, "ecc_corrected_delta");
       g.ecc_uncorrected_delta = opt_get(gj, "ecc_uncorrected_delta");
       g.pcie_width_min = opt_get(gj, "pcie_width_min");

@@ -22,9 +22,14 @@ struct GpuTelemetry {
   int index = 0;
   std::map<std::string, Spread> figures;  // power_w, sm_clock_mhz, mem_clock_mhz, temp_c, temp_hotspot_c, ...
   std::size_t samples = 0;
-  double throttled_fraction = 0;                                     // of the samples with a slowing reason
-  std::map<std::string, double> throttle_reasons;                    // reason -> fraction of the samples
-  std::optional<double> ecc_corrected_delta, ecc_uncorrected_delta;  // last - first sample
+  // Of the samples with a slowing reason: thermal, hardware slowdown, power brake, sync boost, and
+  // the power cap only where the enforced limit is below the default (a GPU under full load sits
+  // at its default power limit by design: that is power_capped_fraction, not a slowdown).
+  double throttled_fraction = 0;
+  std::map<std::string, double> throttle_reasons;              // reason -> fraction of the samples
+  double power_capped_fraction = 0;                            // held at its (default) power limit
+  std::optional<double> power_limit_w, power_default_limit_w;  // the lowest enforced limit seen; the default
+  std::optional<double> ecc_corrected_delta, ecc_uncorrected_delta;                  // last - first sample
   std::optional<double> pcie_width_min, pcie_width_max, pcie_gen_min, pcie_gen_max;  // seen / capable
   std::vector<double> sm_clock_mhz, power_w, temp_c;                                 // per sample (the chart)
 };

@@ -65,7 +65,7 @@ sample() {
     "$(psi io)" "$mem" >&5
   case $tool in
     nvidia-smi)
-      nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,temperature.gpu,temperature.memory,utilization.gpu,clocks_event_reasons.active,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,pcie.link.width.current,pcie.link.width.max,pcie.link.gen.current,pcie.link.gen.max \
+      nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,temperature.gpu,temperature.memory,utilization.gpu,clocks_event_reasons.active,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,pcie.link.width.current,pcie.link.width.max,pcie.link.gen.current,pcie.link.gen.max,enforced.power.limit,power.default_limit \
         --format=csv,noheader,nounits 2>&1 | sed 's/^/G /' >&5
       ;;
     amd-smi)
