@@ -35,6 +35,7 @@
 #include "cvs/reporters.hpp"
 #include "cvs/results/fleet.hpp"
 #include "cvs/results/fleet_pairs.hpp"
+#include "fleet_runs.hpp"
 
 namespace fs = std::filesystem;
 
@@ -95,27 +96,6 @@ FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
   return o;
 }
 
-// A folder name for a node (its name with anything but [A-Za-z0-9._-] as '_').
-std::string folder_name(const std::string& node) {
-  std::string s = node;
-  for (auto& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
-  return s;
-}
-
-void write_json(const fs::path& file, const nlohmann::ordered_json& j) {
-  std::ofstream out(file);
-  out << j.dump(2) << "\n";
-  if (!out) throw std::runtime_error("cannot write " + file.string());
-}
-
-// A suite executable beside this one.
-fs::path suite_binary(const char* name) {
-  std::error_code ec;
-  const auto self = fs::read_symlink("/proc/self/exe", ec);
-  return (ec ? fs::path(".") : self.parent_path()) / name;
-}
-
 // Validates the inputs before anything runs (ConfigError: exit 2); a baseline's statistics into the
 // policy (the file is each node's run's thresholds too).
 cvs::Cluster load_inputs(FleetOptions& o) {
@@ -144,156 +124,31 @@ cvs::Cluster load_inputs(FleetOptions& o) {
   return cluster;
 }
 
-// A suite's run on the cluster file in `dir`, its report in dir/report, its run names tagged; each
-// run is bounded by its own poll budget.
-cvs::ProcRequest suite_request(const char* suite, const fs::path& config, const fs::path& dir,
-                               const std::string& tag, const std::string& label) {
-  cvs::ProcRequest r;
-  r.argv = {suite_binary(suite).string(),
-            "--config",
-            config.string(),
-            "--cluster",
-            (dir / "cluster.json").string(),
-            "--output",
-            (dir / "report").string(),
-            "--quiet",
-            "--run-tag",
-            tag};
-  r.timeout = std::chrono::hours(72);
-  r.label = label;
+cvs::fleet::NodeRuns node_runs(const FleetOptions& o, const fs::path& root, const fs::path& config) {
+  cvs::fleet::NodeRuns r;
+  r.config = config;
+  r.root = root;
+  r.thresholds = o.baseline;
+  r.args = o.suite_args;
+  r.max_parallel = o.max_parallel;
   return r;
-}
-
-std::vector<cvs::FleetNode> run_nodes(const FleetOptions& o, const cvs::Cluster& cluster) {
-  std::vector<cvs::ProcRequest> reqs;
-  std::vector<fs::path> dirs;
-  for (const auto& node : cluster.nodes) {
-    const auto dir = o.output / "nodes" / folder_name(node.name);
-    fs::create_directories(dir);
-    write_json(dir / "cluster.json", cvs::cluster_file_with(cluster, {node}));
-    auto r = suite_request("jaxmaxtext_single", o.config, dir, folder_name(node.name), node.name);
-    if (!o.baseline.empty()) r.argv.insert(r.argv.end(), {"--thresholds", o.baseline.string()});
-    r.argv.insert(r.argv.end(), o.suite_args.begin(), o.suite_args.end());
-    reqs.push_back(r);
-    dirs.push_back(dir);
-  }
-  spdlog::info("fleet: {} node(s), {} at once; each node's run in {}/nodes/<node>", reqs.size(),
-               o.max_parallel ? std::min(o.max_parallel, reqs.size()) : reqs.size(), o.output.string());
-  const auto results = cvs::run_all(reqs, o.max_parallel ? o.max_parallel : reqs.size(), &cvs::g_interrupted);
-  std::vector<cvs::FleetNode> nodes;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    std::ofstream(dirs[i] / "suite.log") << results[i].out << results[i].err;
-    auto n = cvs::read_fleet_node(cluster.nodes[i].name, dirs[i] / "report" / "results.json");
-    if (!n.status) n.failure = results[i].describe() + " (" + n.failure + ")";
-    spdlog::info("fleet: {} ended {} in {:.0f} s", n.name, to_string(n.status, "without results"),
-                 results[i].seconds);
-    nodes.push_back(std::move(n));
-  }
-  return nodes;
-}
-
-const cvs::Node& node_named(const cvs::Cluster& cluster, const std::string& name) {
-  for (const auto& n : cluster.nodes)
-    if (n.name == name) return n;
-  throw std::logic_error("no node " + name);
-}
-
-// A pair's run: the distributed suite on a two-node cluster file, setup and training only (the
-// gates are the per-node runs'); the suite arguments but --gtest_filter pass on. Pairs of one batch
-// never share a node, but local nodes share a host: each pair but the first gets its own JAX
-// coordinator port.
-cvs::ProcRequest pair_request(const FleetOptions& o, const cvs::Cluster& cluster, const cvs::PairRun& p,
-                              std::size_t index, const fs::path& dir) {
-  fs::create_directories(dir);
-  auto file = cvs::cluster_file_with(cluster, {node_named(cluster, p.a), node_named(cluster, p.b)});
-  if (index > 0)
-    file["overrides"]["container"]["env"]["JAX_COORDINATOR_PORT"] =
-        std::to_string(std::stoi(cvs::kDefaultCoordinatorPort) + static_cast<int>(index));
-  write_json(dir / "cluster.json", file);
-  auto r =
-      suite_request("jaxmaxtext_distributed", o.pairs_config, dir, dir.filename().string(), p.a + "+" + p.b);
-  r.argv.push_back("--gtest_filter=test_setup.*:sweep/test_training_run.*");
-  for (const auto& a : o.suite_args)
-    if (a.rfind("--gtest_filter", 0) != 0) r.argv.push_back(a);
-  return r;
-}
-
-cvs::PairsResult run_pairs(const FleetOptions& o, const cvs::Cluster& cluster,
-                           const std::vector<std::string>& healthy) {
-  const cvs::PairRunner runner = [&](std::vector<cvs::PairRun>& batch) {
-    std::vector<cvs::ProcRequest> reqs;
-    std::vector<fs::path> dirs;
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      const auto& p = batch[i];
-      dirs.push_back(o.output / "pairs" /
-                     (std::to_string(p.round) + "-" + folder_name(p.a) + "+" + folder_name(p.b)));
-      reqs.push_back(pair_request(o, cluster, p, i, dirs.back()));
-    }
-    const auto results =
-        cvs::run_all(reqs, o.max_parallel ? o.max_parallel : reqs.size(), &cvs::g_interrupted);
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      auto& p = batch[i];
-      std::ofstream(dirs[i] / "suite.log") << results[i].out << results[i].err;
-      const auto n = cvs::read_fleet_node(reqs[i].label, dirs[i] / "report" / "results.json");
-      p.status = n.status;
-      p.failure = !n.status ? results[i].describe() + " (" + n.failure + ")" : n.failure;
-      for (const auto& [figure, v] : n.figures)
-        if (figure.size() > 17 && figure.ends_with(" step_time_p50_ms")) {
-          p.sweep = figure.substr(0, figure.size() - 17);
-          p.step_ms = v;
-          break;
-        }
-      spdlog::info("fleet pairs: round {} {} + {} ended {}, {} ms a step", p.round, p.a, p.b,
-                   to_string(p.status, "without results"), cvs::short_number(p.step_ms));
-    }
-  };
-  spdlog::info("fleet pairs: {} healthy node(s), two at a time, in {}/pairs", healthy.size(),
-               o.output.string());
-  return cvs::localise_links(healthy, runner, o.policy.min_deviation);
 }
 
 void write_pairs_outputs(const fs::path& dir, const cvs::PairsResult& pairs) {
-  write_json(dir / "pairs.json", cvs::pairs_json(pairs));
+  cvs::fleet::write_json(dir / "pairs.json", cvs::pairs_json(pairs));
   std::ofstream links(dir / "slow_links.txt");
   for (const auto& [a, b] : pairs.slow_links)
     links << a << "\t" << b << "\tslow together, each fast with a known-good node\n";
 }
 
-// A Slurm cluster: one allocation for the whole fleet, every node's run and every pair's a run in
-// it (slurm.job_id, slurm.nodelist), released before the outputs are written and whatever happens.
-class FleetAllocation {
- public:
-  explicit FleetAllocation(cvs::Cluster& cluster) : cluster_(cluster) {}
-  FleetAllocation(const FleetAllocation&) = delete;
-  FleetAllocation& operator=(const FleetAllocation&) = delete;
-  ~FleetAllocation() { release(); }
-  // "" when allocated (or not a Slurm cluster), else why not.
-  std::string acquire() {
-    if (!cluster_.is_slurm()) return "";
-    auto a = cvs::slurm_allocate(cluster_.slurm, std::chrono::hours(1));
-    cluster_.slurm.job_id = a.job_id;  // granted: released even when its hosts could not be read
-    if (!a.ok()) return a.error;
-    for (std::size_t i = 0; i < a.hosts.size(); ++i)
-      cluster_.nodes[i].name = cluster_.nodes[i].host = a.hosts[i];
-    return "";
-  }
-  void release() {
-    if (cluster_.slurm.job_id.empty()) return;
-    if (auto why = cvs::slurm_release(cluster_.slurm.job_id); !why.empty()) spdlog::error("fleet: {}", why);
-    cluster_.slurm.job_id.clear();
-  }
-
- private:
-  cvs::Cluster& cluster_;
-};
-
 int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
-  FleetAllocation allocation(cluster);
+  cvs::fleet::Allocation allocation(cluster, "fleet");
   if (auto why = allocation.acquire(); !why.empty()) {
     spdlog::error("fleet: {}", why);
     return 3;
   }
-  const auto nodes = run_nodes(o, cluster);
+  const auto nodes =
+      cvs::fleet::run_nodes(node_runs(o, o.output / "nodes", o.config), cluster, cluster.nodes);
   auto score = cvs::score_fleet(nodes, o.policy);
   std::optional<cvs::PairsResult> pairs;
   if (!o.pairs_config.empty()) {
@@ -303,7 +158,9 @@ int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
     else if (healthy.size() < 2)
       spdlog::warn("fleet pairs: {} healthy node(s): no pair to run", healthy.size());
     else {
-      pairs = run_pairs(o, cluster, healthy);
+      auto spec = node_runs(o, o.output / "pairs", o.pairs_config);
+      spec.thresholds.clear();
+      pairs = cvs::fleet::run_pairs(spec, cluster, healthy, o.policy.min_deviation);
       write_pairs_outputs(o.output, *pairs);
       if (cvs::g_interrupted.load()) {  // runs cut short or never started say nothing of a link
         spdlog::warn(

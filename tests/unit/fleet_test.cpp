@@ -297,3 +297,28 @@ TEST(Fleet, ACalibratedBaselineScoresTheSteadyStateEvenOfAFleetOfTwo) {
   }
   fs::remove_all(dir);
 }
+
+// Preflight on the setup a real H200 recorded (tests/device/h200_check.sh: results.json of
+// jaxmaxtext_single's test_setup there): four nodes of it, one on another CUDA platform and one
+// whose run passed but whose probe reported nothing. Both are named: missing data fails closed.
+TEST(Fleet, OnARealH200sSetupAnotherPlatformAndAProbeThatSaidNothingAreSuspects) {
+  const auto dir = fs::temp_directory_path() / ("cvs_fleet_h200_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto real = nlohmann::json::parse(read(cvs::test::data("device/h200_setup_results.json")));
+  ASSERT_EQ(real["provenance_fields"]["device_kind"], "NVIDIA H200");
+  std::vector<nlohmann::json> results(5, real);
+  results[3]["provenance_fields"]["platform_version"] = "cuda 12080";
+  results[4].erase("provenance_fields");
+  const auto nodes = read_nodes(dir, results);
+  EXPECT_EQ(nodes[0].facts.at("platform_version"), "cuda 13000");
+  EXPECT_EQ(nodes[0].figures.at("probe gpu_count"), 1);
+  const auto s = cvs::score_fleet(nodes, {});
+  EXPECT_EQ(s.suspects(), (std::vector<std::string>{"n3", "n4"}));
+  EXPECT_EQ(cvs::fleet_reasons(score_of(s, "n3")),
+            "probe: platform_version is 'cuda 12080' where 3 of 5 nodes have 'cuda 13000'");
+  const auto n4 = cvs::fleet_reasons(score_of(s, "n4"));
+  EXPECT_NE(n4.find("probe: device_kind is (not reported) where 4 of 5 nodes have 'NVIDIA H200'"),
+            std::string::npos)
+      << n4;
+  fs::remove_all(dir);
+}

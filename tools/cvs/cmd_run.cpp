@@ -15,21 +15,24 @@ std::filesystem::path suite_executable(const std::string& suite) {
 
 // The suites `cvs run` reaches; jaxmaxtext_fleet is fleet mode (also `cvs fleet`).
 bool is_suite(const std::string& name) {
-  return name == "jaxmaxtext_single" || name == "jaxmaxtext_distributed" || name == "jaxmaxtext_fleet";
+  return name == "jaxmaxtext_single" || name == "jaxmaxtext_distributed" || name == "jaxmaxtext_fleet" ||
+         name == "jaxmaxtext_certify";
 }
 
 // `cvs run SUITE [suite/gtest args...]` execs build/suites/SUITE (next to this binary's build tree).
 int cmd_run(const Args& args) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout
-        << "usage: cvs run jaxmaxtext_single|jaxmaxtext_distributed|jaxmaxtext_fleet [suite options and "
-           "gtest flags]\n"
-           "       (cvs run SUITE --help lists the suite's options)\n";
+    std::cout << "usage: cvs run "
+                 "jaxmaxtext_single|jaxmaxtext_distributed|jaxmaxtext_fleet|jaxmaxtext_certify [suite "
+                 "options and gtest flags]\n"
+                 "       (cvs run SUITE --help lists the suite's options)\n";
     return kExitOk;
   }
   if (args.empty() || !is_suite(args[0])) {
-    std::cerr << "usage: cvs run jaxmaxtext_single|jaxmaxtext_distributed|jaxmaxtext_fleet [--config FILE] "
-                 "[--cluster FILE] [--output DIR] [--gtest_filter=...]\n";
+    std::cerr
+        << "usage: cvs run jaxmaxtext_single|jaxmaxtext_distributed|jaxmaxtext_fleet|jaxmaxtext_certify "
+           "[--config FILE] "
+           "[--cluster FILE] [--output DIR] [--gtest_filter=...]\n";
     return kExitUsage;
   }
   const auto suite = suite_executable(args[0]);
@@ -50,6 +53,17 @@ int cmd_run(const Args& args) {
 // `cvs fleet ARGS` is `cvs run jaxmaxtext_fleet ARGS`.
 int cmd_fleet(const Args& args) {
   Args all = {"jaxmaxtext_fleet"};
+  all.insert(all.end(), args.begin(), args.end());
+  return cmd_run(all);
+}
+
+}  // namespace cvs::cli
+
+namespace cvs::cli {
+
+// `cvs certify ARGS` is `cvs run jaxmaxtext_certify ARGS`.
+int cmd_certify(const Args& args) {
+  Args all = {"jaxmaxtext_certify"};
   all.insert(all.end(), args.begin(), args.end());
   return cmd_run(all);
 }

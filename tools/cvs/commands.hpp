@@ -18,6 +18,7 @@ int cmd_card(const Args& args);     // cvs card RESULTS.json [--out FILE]
 int cmd_compare(const Args& args);  // cvs compare OLD NEW [--tolerance-pct P]
 int cmd_run(const Args& args);      // cvs run SUITE [args] (execs the suite binary)
 int cmd_fleet(const Args& args);
+int cmd_certify(const Args& args);
 int cmd_calibrate(const Args& args);  // cvs calibrate --config FILE [--cluster FILE] [--repeats N]
 int cmd_history(const Args& args);    // cvs history sessions|node|lemons|trend|ingest|export
 

@@ -23,6 +23,11 @@ commands:
   fleet --cluster FILE --config FILE [--pairs DIST.json] [--baseline CAL] [--output DIR] [...]
                               fleet mode (= run jaxmaxtext_fleet): the single-node workload on every node,
                               each scored against the fleet; suspects, healthy_cluster.json, slurm_exclude.txt
+  certify --cluster FILE --config FILE [--distributed-config DIST.json] [--baseline CAL] [--min-nodes N]
+          [--budget-minutes M] [--output DIR] [--drain] [--resume DIR] [...]
+                              certify a cluster (= run jaxmaxtext_certify): preflight, nodes, links, scaling
+                              ladder, each on the nodes left healthy; certificate.json/html, junit.xml,
+                              slurm_exclude.txt, healthy_cluster.json; exit 0 certified, 1 not, 3 infrastructure
   calibrate --config FILE [--cluster FILE] [--repeats N | --from RESULTS.json...] [--out FILE] [-- SUITE ARGS]
                               run the sweeps N times (default 3) on a known-good node or cluster, or read
                               sessions already run, and write a threshold file whose speed gates come from
@@ -57,6 +62,7 @@ int main(int argc, char** argv) {
     if (cmd == "metrics") return cvs::cli::cmd_metrics(args);
     if (cmd == "run") return cvs::cli::cmd_run(args);
     if (cmd == "fleet") return cvs::cli::cmd_fleet(args);
+    if (cmd == "certify") return cvs::cli::cmd_certify(args);
     if (cmd == "calibrate") return cvs::cli::cmd_calibrate(args);
     if (cmd == "report") return cvs::cli::cmd_report(args);
     if (cmd == "card") return cvs::cli::cmd_card(args);

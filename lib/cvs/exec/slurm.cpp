@@ -62,4 +62,12 @@ std::string slurm_release(const std::string& id) {
   return "slurm: job " + id + " still listed after scancel: " + c.describe();
 }
 
+std::vector<std::string> slurm_drain_argv(const std::string& host, const std::string& evidence) {
+  std::string reason = "cvs-maxtext: " + evidence;
+  for (auto& ch : reason)
+    if (ch == '"' || ch == '\n' || ch == '\t' || ch == '\r') ch = ' ';
+  if (reason.size() > 200) reason = reason.substr(0, 197) + "...";
+  return {"scontrol", "update", "NodeName=" + host, "State=DRAIN", "Reason=" + reason};
+}
+
 }  // namespace cvs

@@ -26,4 +26,8 @@ SlurmAllocation slurm_allocate(const SlurmOptions& options, std::chrono::millise
 // scancel the job and wait until Slurm no longer lists it. "" when gone, else why not.
 std::string slurm_release(const std::string& job_id);
 
+// The scontrol command that drains `host` with the reason "cvs-maxtext: <evidence>" (quotes, tabs
+// and newlines made spaces; at most 200 characters, Slurm's reason is one line).
+std::vector<std::string> slurm_drain_argv(const std::string& host, const std::string& evidence);
+
 }  // namespace cvs

@@ -92,25 +92,34 @@ void accuse(NodeScore& ns, FleetEvidence e) {
 }
 
 // The probe's facts the fleet compares (results.json provenance_fields).
-constexpr const char* kFleetFacts[] = {"gpus",      "device_kind", "jax_version", "maxtext_version",
-                                       "cpu_model", "cpu_count",   "image_id"};
+constexpr const char* kFleetFacts[] = {"gpus",        "device_kind",     "platform_version",
+                                       "jax_version", "maxtext_version", "cpu_model",
+                                       "cpu_count",   "image_id"};
+constexpr const char* kNotReported = "(not reported)";
 
 // A node whose fact differs from what more than half of the nodes with results have.
 void fact_evidence(const std::vector<FleetNode>& nodes, std::vector<NodeScore>& scores) {
   for (const char* fact : kFleetFacts) {
     std::map<std::string, std::size_t> count;
     std::size_t with = 0;
+    auto value = [&](const FleetNode& n) {
+      const auto it = n.facts.find(fact);
+      return it == n.facts.end() ? std::string(kNotReported) : it->second;
+    };
     for (const auto& n : nodes)
-      if (auto it = n.facts.find(fact); n.status && it != n.facts.end()) ++count[it->second], ++with;
+      if (n.status && (n.facts.count(fact) || n.status == Outcome::Pass)) ++count[value(n)], ++with;
     const auto top = std::max_element(count.begin(), count.end(),
                                       [](const auto& a, const auto& b) { return a.second < b.second; });
-    if (top == count.end() || 2 * top->second <= with) continue;  // no majority: nothing to say
+    // No majority, or a majority that reports nothing: nothing to say.
+    if (top == count.end() || 2 * top->second <= with || top->first == kNotReported) continue;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const auto it = nodes[i].facts.find(fact);
-      if (!nodes[i].status || it == nodes[i].facts.end() || it->second == top->first) continue;
+      const auto v = value(nodes[i]);
+      if (!nodes[i].status || v == top->first || (v == kNotReported && nodes[i].status != Outcome::Pass))
+        continue;
       scores[i].suspect = true;
       scores[i].evidence.push_back({std::string("probe ") + fact, 0, 0, 0, 0,
-                                    std::string("probe: ") + fact + " is '" + it->second + "' where " +
+                                    std::string("probe: ") + fact + " is " +
+                                        (v == kNotReported ? v : "'" + v + "'") + " where " +
                                         std::to_string(top->second) + " of " + std::to_string(with) +
                                         " nodes have '" + top->first + "'"});
     }
@@ -248,6 +257,8 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
   for (std::size_t at; (at = n.failure.find('\n')) != std::string::npos;)
     n.failure.replace(at, 1, at + 1 < n.failure.size() ? " / " : "");
   for (const auto& [key, sweep] : r.sweeps) {
+    if (sweep.status != SweepStatus::NotRun)
+      n.steps += sweep.early_stop ? sweep.early_stop->steps_run : sweep.steps;
     for (const auto& rn : sweep.run.nodes)
       if (rn.telemetry)
         if (const auto why = explain_telemetry(*rn.telemetry);

@@ -19,8 +19,10 @@
 //    a calibrated metric against the calibration's median and MAD (its mad_sigma / 1.4826), by
 //    the same two bounds;
 //  - the probe: what each run's setup found (GPU count, free HBM, JAX devices as figures; GPU
-//    models, device kind, JAX, MaxText, CPU count and image as facts): a node whose fact differs
-//    from what more than half of the nodes have is a suspect (a heterogeneous node).
+//    models, device kind, driver/CUDA/ROCm platform, JAX, MaxText, CPU count and image as facts):
+//    a node whose fact differs from what more than half of the nodes have is a suspect (a
+//    heterogeneous node), and so is one whose run passed but whose probe did not report a fact
+//    the majority reports (missing data fails closed).
 #pragma once
 
 #include <filesystem>
@@ -56,7 +58,9 @@ struct FleetNode {
   std::map<std::string, std::string> facts;  // the probe's: gpus, device_kind, jax_version, ...
   std::string telemetry;                     // what its telemetry shows, in words (explain_telemetry)
   std::map<std::string, std::pair<double, double>>
-      intervals;  // "<sweep> <metric>" -> its steady-state [lo, hi]
+      intervals;        // "<sweep> <metric>" -> its steady-state [lo, hi]
+  double seconds = 0;   // the run's wall time (the runner's)
+  long long steps = 0;  // the training steps its sweeps ran
 };
 
 struct FleetEvidence {

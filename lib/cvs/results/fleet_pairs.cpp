@@ -79,6 +79,8 @@ void mark_and_confirm(std::size_t first, const PairRunner& run, PairsResult& out
       auto& r = out.runs[again_at[idx[j]]];
       r.first_ms = r.step_ms;
       r.tries = 2;
+      r.seconds = retry.seconds;  // the retry began as a copy: both runs' time and steps
+      r.steps = retry.steps;
       if (retry.ran()) r.step_ms = std::min(r.step_ms, retry.step_ms);
       r.slow = is_slow(r, out.reference_ms, out.min_deviation);
     }

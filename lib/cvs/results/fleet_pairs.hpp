@@ -34,6 +34,8 @@ struct PairRun {
   bool slow = false;
   int tries = 1;  // a slow run that ran is run once more; step_ms is the faster of the two
   double first_ms = std::numeric_limits<double>::quiet_NaN();  // the first try's, when tried twice
+  double seconds = 0;                                          // wall time of its runs
+  long long steps = 0;                                         // training steps of its runs
   bool ran() const { return status == Outcome::Pass && step_ms > 0; }
 };
 

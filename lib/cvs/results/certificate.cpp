@@ -1,0 +1,356 @@
+#include "cvs/results/certificate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace cvs {
+
+using J = nlohmann::ordered_json;
+
+namespace {
+
+constexpr std::pair<TierKind, const char*> kTierNames[] = {{TierKind::Preflight, "preflight"},
+                                                           {TierKind::Nodes, "nodes"},
+                                                           {TierKind::Links, "links"},
+                                                           {TierKind::Scale, "scale"}};
+constexpr std::pair<TierState, const char*> kStateNames[] = {
+    {TierState::Pending, "pending"}, {TierState::Decided, "decided"}, {TierState::NotRun, "not run"}};
+constexpr std::pair<Verdict, const char*> kVerdictNames[] = {{Verdict::Certified, "CERTIFIED"},
+                                                             {Verdict::NotCertified, "NOT CERTIFIED"},
+                                                             {Verdict::Incomplete, "INCOMPLETE"},
+                                                             {Verdict::Error, "ERROR"}};
+
+template <class E, std::size_t N>
+const char* name_of(const std::pair<E, const char*> (&table)[N], E e) {
+  for (const auto& [k, v] : table)
+    if (k == e) return v;
+  return "?";
+}
+
+template <class E, std::size_t N>
+E value_of(const std::pair<E, const char*> (&table)[N], const std::string& s, const std::string& where) {
+  for (const auto& [k, v] : table)
+    if (s == v) return k;
+  throw std::runtime_error(where + ": unknown value '" + s + "'");
+}
+
+J opt(const std::optional<double>& v) {
+  return v ? J(*v) : J(nullptr);
+}
+std::optional<double> opt_from(const J& j, const char* k) {
+  return j.contains(k) && j[k].is_number() ? std::optional<double>(j[k].get<double>()) : std::nullopt;
+}
+
+J exclusions_json(const std::vector<Exclusion>& v) {
+  J a = J::array();
+  for (const auto& e : v) a.push_back({{"node", e.node}, {"tier", e.tier}, {"evidence", e.evidence}});
+  return a;
+}
+std::vector<Exclusion> exclusions_from(const J& a) {
+  std::vector<Exclusion> v;
+  for (const auto& e : a) v.push_back({e.at("node"), e.at("tier"), e.at("evidence")});
+  return v;
+}
+
+J rung_json(const Rung& r) {
+  J j = {{"nodes", r.nodes},
+         {"status", to_string(r.status, "")},
+         {"failure", r.failure},
+         {"sweep", r.sweep},
+         {"tokens_per_sec_per_gpu", r.tok_s_per_gpu}};
+  j["interval"] = r.interval ? J::array({r.interval->first, r.interval->second}) : J(nullptr);
+  j["efficiency_pct"] = opt(r.efficiency_pct);
+  j["efficiency_interval_pct"] =
+      r.efficiency_lo_pct ? J::array({*r.efficiency_lo_pct, *r.efficiency_hi_pct}) : J(nullptr);
+  j["bound_pct"] = r.bound_pct;
+  j["verdict"] = to_string(r.verdict);
+  j["seconds"] = r.seconds;
+  j["steps"] = r.steps;
+  return j;
+}
+
+Rung rung_from(const J& j) {
+  Rung r;
+  r.nodes = j.at("nodes");
+  r.status = outcome_from_string(j.at("status").get<std::string>());
+  r.failure = j.at("failure");
+  r.sweep = j.at("sweep");
+  r.tok_s_per_gpu = j.at("tokens_per_sec_per_gpu");
+  if (j.at("interval").is_array()) r.interval = {j["interval"][0], j["interval"][1]};
+  r.efficiency_pct = opt_from(j, "efficiency_pct");
+  if (j.at("efficiency_interval_pct").is_array()) {
+    r.efficiency_lo_pct = j["efficiency_interval_pct"][0].get<double>();
+    r.efficiency_hi_pct = j["efficiency_interval_pct"][1].get<double>();
+  }
+  r.bound_pct = j.at("bound_pct");
+  r.verdict = outcome_from_string(j.at("verdict").get<std::string>()).value_or(Outcome::Inconclusive);
+  r.seconds = j.at("seconds");
+  r.steps = j.at("steps");
+  return r;
+}
+
+J tier_json(const TierRecord& t) {
+  J j = {{"tier", to_string(t.kind)}, {"state", to_string(t.state)},  {"outcome", to_string(t.outcome, "")},
+         {"summary", t.summary},      {"why_not_run", t.why_not_run}, {"nodes_in", t.nodes_in}};
+  j["excluded"] = exclusions_json(t.excluded);
+  j["reruns"] = t.reruns;
+  J rungs = J::array();
+  for (const auto& r : t.rungs) rungs.push_back(rung_json(r));
+  j["rungs"] = rungs;
+  j["started_at"] = t.started_at;
+  j["ended_at"] = t.ended_at;
+  j["seconds"] = t.seconds;
+  j["node_minutes"] = t.node_minutes;
+  j["node_steps"] = t.node_steps;
+  j["dir"] = t.dir;
+  return j;
+}
+
+TierRecord tier_from(const J& j, const std::string& where) {
+  TierRecord t;
+  t.kind = value_of(kTierNames, j.at("tier").get<std::string>(), where + "/tier");
+  t.state = value_of(kStateNames, j.at("state").get<std::string>(), where + "/state");
+  t.outcome = outcome_from_string(j.at("outcome").get<std::string>());
+  t.summary = j.at("summary");
+  t.why_not_run = j.at("why_not_run");
+  t.nodes_in = j.at("nodes_in").get<std::vector<std::string>>();
+  t.excluded = exclusions_from(j.at("excluded"));
+  t.reruns = j.at("reruns").get<std::vector<std::string>>();
+  for (const auto& r : j.at("rungs")) t.rungs.push_back(rung_from(r));
+  t.started_at = j.at("started_at");
+  t.ended_at = j.at("ended_at");
+  t.seconds = j.at("seconds");
+  t.node_minutes = j.at("node_minutes");
+  t.node_steps = j.at("node_steps");
+  t.dir = j.at("dir");
+  return t;
+}
+
+J inputs_json(const CertificateInputs& in) {
+  return {{"cluster_file", in.cluster_file},
+          {"cluster_sha256", in.cluster_sha256},
+          {"hosts", in.hosts},
+          {"config_file", in.config_file},
+          {"config_sha256", in.config_sha256},
+          {"distributed_config_file", in.distributed_config_file},
+          {"distributed_config_sha256", in.distributed_config_sha256},
+          {"baseline_file", in.baseline_file},
+          {"baseline_sha256", in.baseline_sha256},
+          {"baseline_provenance", in.baseline_provenance},
+          {"min_nodes", in.min_nodes},
+          {"budget_minutes", in.budget_minutes},
+          {"scaling_per_doubling_pct", in.scaling_per_doubling_pct},
+          {"max_z", in.max_z},
+          {"min_deviation_pct", in.min_deviation * 100},
+          {"min_fleet", in.min_fleet},
+          {"drain", in.drain},
+          {"suite_args", in.suite_args}};
+}
+
+CertificateInputs inputs_from(const J& j) {
+  CertificateInputs in;
+  in.cluster_file = j.at("cluster_file");
+  in.cluster_sha256 = j.at("cluster_sha256");
+  in.hosts = j.at("hosts").get<std::vector<std::string>>();
+  in.config_file = j.at("config_file");
+  in.config_sha256 = j.at("config_sha256");
+  in.distributed_config_file = j.at("distributed_config_file");
+  in.distributed_config_sha256 = j.at("distributed_config_sha256");
+  in.baseline_file = j.at("baseline_file");
+  in.baseline_sha256 = j.at("baseline_sha256");
+  in.baseline_provenance = j.at("baseline_provenance");
+  in.min_nodes = j.at("min_nodes");
+  in.budget_minutes = j.at("budget_minutes");
+  in.scaling_per_doubling_pct = j.at("scaling_per_doubling_pct");
+  in.max_z = j.at("max_z");
+  in.min_deviation = j.at("min_deviation_pct").get<double>() / 100;
+  in.min_fleet = j.at("min_fleet");
+  in.drain = j.at("drain");
+  in.suite_args = j.at("suite_args").get<std::vector<std::string>>();
+  return in;
+}
+
+}  // namespace
+
+const char* to_string(TierKind t) {
+  return name_of(kTierNames, t);
+}
+std::optional<TierKind> tier_from_string(std::string_view s) {
+  for (const auto& [k, v] : kTierNames)
+    if (s == v) return k;
+  return std::nullopt;
+}
+const char* to_string(TierState s) {
+  return name_of(kStateNames, s);
+}
+const char* to_string(Verdict v) {
+  return name_of(kVerdictNames, v);
+}
+
+TierRecord* Certificate::tier(TierKind k) {
+  for (auto& t : tiers)
+    if (t.kind == k) return &t;
+  return nullptr;
+}
+const TierRecord* Certificate::tier(TierKind k) const {
+  for (const auto& t : tiers)
+    if (t.kind == k) return &t;
+  return nullptr;
+}
+
+std::vector<std::string> Certificate::healthy() const {
+  std::vector<std::string> out;
+  for (const auto& h : inputs.hosts) {
+    bool gone = false;
+    for (const auto& t : tiers)
+      if (t.state == TierState::Decided)
+        for (const auto& e : t.excluded) gone = gone || e.node == h;
+    if (!gone) out.push_back(h);
+  }
+  return out;
+}
+
+std::vector<std::size_t> ladder(std::size_t n) {
+  std::vector<std::size_t> r;
+  for (std::size_t k = 1; k < n; k *= 2) r.push_back(k);
+  if (n > 0) r.push_back(n);
+  return r;
+}
+
+double scaling_bound_pct(std::size_t nodes, double per_doubling) {
+  return 100.0 * std::pow(per_doubling, std::log2(static_cast<double>(std::max<std::size_t>(1, nodes))));
+}
+
+void score_ladder(std::vector<Rung>& rungs, double per_doubling) {
+  if (rungs.empty()) return;
+  const Rung& one = rungs.front();
+  for (auto& r : rungs) {
+    r.bound_pct = scaling_bound_pct(r.nodes, per_doubling);
+    r.efficiency_pct.reset();
+    r.efficiency_lo_pct.reset();
+    r.efficiency_hi_pct.reset();
+    if (r.status != Outcome::Pass || one.status != Outcome::Pass || one.tok_s_per_gpu <= 0 ||
+        r.tok_s_per_gpu <= 0) {
+      r.verdict = r.status && *r.status == Outcome::Fail ? Outcome::Fail : Outcome::Error;
+      continue;
+    }
+    r.efficiency_pct = 100 * r.tok_s_per_gpu / one.tok_s_per_gpu;
+    if (r.nodes == one.nodes) {  // the reference itself
+      r.efficiency_lo_pct = r.efficiency_hi_pct = 100.0;
+      r.verdict = Outcome::Pass;
+      continue;
+    }
+    if (r.interval && one.interval && one.interval->first > 0) {
+      r.efficiency_lo_pct = 100 * r.interval->first / one.interval->second;
+      r.efficiency_hi_pct = 100 * r.interval->second / one.interval->first;
+    }
+    if (!r.efficiency_lo_pct) {  // a point estimate decides nothing either way
+      r.verdict = Outcome::Inconclusive;
+      continue;
+    }
+    r.verdict = *r.efficiency_lo_pct >= r.bound_pct  ? Outcome::Pass
+                : *r.efficiency_hi_pct < r.bound_pct ? Outcome::Fail
+                                                     : Outcome::Inconclusive;
+  }
+}
+
+void decide(Certificate& c) {
+  c.excluded.clear();
+  for (const auto& t : c.tiers)
+    if (t.state == TierState::Decided)
+      c.excluded.insert(c.excluded.end(), t.excluded.begin(), t.excluded.end());
+  c.certified = c.healthy();
+  const std::string of = std::to_string(c.certified.size()) + " of " + std::to_string(c.inputs.hosts.size());
+  const std::size_t need = c.inputs.min_nodes ? c.inputs.min_nodes : c.inputs.hosts.size();
+  auto set = [&](Verdict v, std::string why) {
+    c.verdict = v;
+    c.verdict_reason = std::move(why);
+  };
+  for (const auto& t : c.tiers)
+    if (t.state == TierState::Decided && t.outcome == Outcome::Error)
+      return set(Verdict::Error,
+                 std::string("the ") + to_string(t.kind) + " tier could not run its nodes: " + t.summary);
+  if (c.certified.size() < need || c.certified.empty())
+    return set(Verdict::NotCertified,
+               of + " node(s) left healthy; " + std::to_string(need) + " needed" +
+                   (c.inputs.min_nodes ? " (--min-nodes)" : " (every node: no --min-nodes)"));
+  for (const auto& t : c.tiers)
+    if (t.state != TierState::Decided)
+      return set(Verdict::Incomplete, std::string("the ") + to_string(t.kind) + " tier did not run" +
+                                          (t.why_not_run.empty() ? "" : ": " + t.why_not_run));
+  for (const auto& t : c.tiers)
+    if ((t.kind == TierKind::Scale || t.kind == TierKind::Links) && t.outcome != Outcome::Pass &&
+        t.excluded.empty())
+      return set(Verdict::NotCertified, std::string("the ") + to_string(t.kind) + " tier is " +
+                                            to_string(t.outcome, "undecided") + ": " + t.summary);
+  set(Verdict::Certified,
+      of + " node(s) certified" +
+          (c.inputs.min_nodes ? " (at least " + std::to_string(c.inputs.min_nodes) + " needed)" : ""));
+}
+
+int exit_code(const Certificate& c) {
+  switch (c.verdict) {
+    case Verdict::Certified:
+      return 0;
+    case Verdict::Error:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+J to_json(const Certificate& c) {
+  J j = {{"schema_version", Certificate::kSchemaVersion},
+         {"tool", "cvs-maxtext"},
+         {"tool_version", c.tool_version},
+         {"git_commit", c.git_commit},
+         {"started_at", c.started_at},
+         {"ended_at", c.ended_at},
+         {"verdict", to_string(c.verdict)},
+         {"verdict_reason", c.verdict_reason}};
+  j["inputs"] = inputs_json(c.inputs);
+  j["certified"] = c.certified;
+  j["excluded"] = exclusions_json(c.excluded);
+  J tiers = J::array();
+  double node_minutes = 0;
+  long long node_steps = 0;
+  for (const auto& t : c.tiers) {
+    tiers.push_back(tier_json(t));
+    node_minutes += t.node_minutes;
+    node_steps += t.node_steps;
+  }
+  j["tiers"] = tiers;
+  j["node_minutes"] = node_minutes;
+  j["node_steps"] = node_steps;
+  j["drain_commands"] = c.drain_commands;
+  return j;
+}
+
+Certificate certificate_from_json(const J& j) {
+  if (!j.is_object()) throw std::runtime_error("/: not an object");
+  const int v = j.value("schema_version", 0);
+  if (v != Certificate::kSchemaVersion)
+    throw std::runtime_error("/schema_version: " + std::to_string(v) + ", this tool reads " +
+                             std::to_string(Certificate::kSchemaVersion));
+  Certificate c;
+  try {
+    c.tool_version = j.at("tool_version");
+    c.git_commit = j.at("git_commit");
+    c.started_at = j.at("started_at");
+    c.ended_at = j.at("ended_at");
+    c.verdict = value_of(kVerdictNames, j.at("verdict").get<std::string>(), "/verdict");
+    c.verdict_reason = j.at("verdict_reason");
+    c.inputs = inputs_from(j.at("inputs"));
+    c.certified = j.at("certified").get<std::vector<std::string>>();
+    c.excluded = exclusions_from(j.at("excluded"));
+    for (std::size_t i = 0; i < j.at("tiers").size(); ++i)
+      c.tiers.push_back(tier_from(j["tiers"][i], "/tiers/" + std::to_string(i)));
+    c.drain_commands = j.at("drain_commands").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("a key is missing or of the wrong type: ") + e.what());
+  }
+  return c;
+}
+
+}  // namespace cvs

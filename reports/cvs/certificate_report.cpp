@@ -1,0 +1,191 @@
+#include "cvs/certificate_report.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+
+#include "cvs/base/text.hpp"
+
+namespace cvs::report {
+namespace {
+
+std::string esc(const std::string& s) {
+  return html_escape(s);
+}
+
+const char* verdict_color(Verdict v) {
+  return v == Verdict::Certified ? "#1a7f37" : v == Verdict::NotCertified ? "#cf222e" : "#9a6700";
+}
+
+std::string tier_word(const TierRecord& t) {
+  return t.state == TierState::Decided ? to_string(t.outcome, "?") : to_string(t.state);
+}
+
+std::string excluded_table(const Certificate& c) {
+  if (c.excluded.empty()) return "<p>No node excluded.</p>";
+  std::string h = "<table><tr><th>Node</th><th>Tier</th><th>Evidence</th></tr>";
+  for (const auto& e : c.excluded)
+    h += fmt::format("<tr class=\"bad\"><td>{}</td><td>{}</td><td>{}</td></tr>", esc(e.node), esc(e.tier),
+                     esc(e.evidence));
+  return h + "</table>";
+}
+
+std::string tiers_table(const Certificate& c) {
+  std::string h =
+      "<table><tr><th>Tier</th><th>Outcome</th><th>Nodes in</th><th>Excluded</th><th>Minutes</th>"
+      "<th>Node-minutes</th><th>Node-steps</th><th>What it found</th></tr>";
+  for (const auto& t : c.tiers)
+    h += fmt::format(
+        "<tr><td>{}</td><td "
+        "class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{}</td>"
+        "<td>{}</td></tr>",
+        to_string(t.kind), t.outcome == Outcome::Pass && t.state == TierState::Decided ? "ok" : "bad",
+        esc(tier_word(t)), t.nodes_in.size(), t.excluded.size(), t.seconds / 60, t.node_minutes, t.node_steps,
+        esc(t.state == TierState::Decided ? t.summary : t.why_not_run));
+  return h + "</table>";
+}
+
+std::string ladder_table(const Certificate& c) {
+  const auto* t = c.tier(TierKind::Scale);
+  if (!t || t->rungs.empty()) return "";
+  std::string h =
+      "<h2>Scaling ladder</h2><p>Tokens/s per GPU of each rung against the 1-node rung measured in this "
+      "certification; the interval from the two runs' steady-state intervals; the bound is " +
+      fmt::format("{:.0f}", c.inputs.scaling_per_doubling_pct) +
+      " % per doubling.</p><table><tr><th>Nodes</th><th>Run</th><th>Tokens/s/GPU</th><th>Efficiency</th>"
+      "<th>Interval</th><th>Bound</th><th>Verdict</th></tr>";
+  for (const auto& g : t->rungs)
+    h += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{:.1f} %</td><td "
+        "class=\"{}\">{}</td></tr>",
+        g.nodes, esc(to_string(g.status, "no results")), g.tok_s_per_gpu,
+        g.efficiency_pct ? fmt::format("{:.1f} %", *g.efficiency_pct) : "-",
+        g.efficiency_lo_pct ? fmt::format("[{:.1f}, {:.1f}] %", *g.efficiency_lo_pct, *g.efficiency_hi_pct)
+                            : "-",
+        g.bound_pct, g.verdict == Outcome::Pass ? "ok" : "bad", to_string(g.verdict));
+  return h + "</table>";
+}
+
+std::string inputs_table(const Certificate& c) {
+  const auto& i = c.inputs;
+  auto row = [](const std::string& k, const std::string& file, const std::string& sha) {
+    return file.empty() ? std::string()
+                        : fmt::format("<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>", k, esc(file),
+                                      esc(sha.substr(0, 16)));
+  };
+  std::string h = "<h2>Inputs</h2><table><tr><th></th><th>File</th><th>sha256</th></tr>" +
+                  row("cluster", i.cluster_file, i.cluster_sha256) +
+                  row("config", i.config_file, i.config_sha256) +
+                  row("distributed config", i.distributed_config_file, i.distributed_config_sha256) +
+                  row("calibration", i.baseline_file, i.baseline_sha256) + "</table>";
+  h += fmt::format(
+      "<p>Outliers: modified z beyond {} and at least {:.0f} % from the median (fleets of {} or more); "
+      "scaling bound "
+      "{:.0f} % per doubling; every speed gate with on_inconclusive extend; {}; {}.</p>",
+      i.max_z, i.min_deviation * 100, i.min_fleet, i.scaling_per_doubling_pct,
+      i.min_nodes ? fmt::format("certified with at least {} node(s)", i.min_nodes) : "every node must pass",
+      i.budget_minutes > 0 ? fmt::format("budget {} min", i.budget_minutes) : "no budget");
+  if (!i.baseline_provenance.is_null())
+    h += "<p>Calibration provenance: <code>" + esc(i.baseline_provenance.dump()) + "</code></p>";
+  if (!c.drain_commands.empty()) {
+    h += "<h2>Drained (--drain)</h2><pre>";
+    for (const auto& d : c.drain_commands) h += esc(d) + "\n";
+    h += "</pre>";
+  }
+  return h;
+}
+
+void write_text(const std::filesystem::path& p, const std::string& text) {
+  const std::filesystem::path part = p.string() + ".part";
+  {
+    std::ofstream out(part);
+    out << text;
+    if (!out) throw std::runtime_error("cannot write " + part.string());
+  }
+  std::filesystem::rename(part, p);
+}
+
+}  // namespace
+
+std::string render_certificate_html(const Certificate& c) {
+  std::string h =
+      "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>cvs certify: " +
+      std::string(to_string(c.verdict)) +
+      "</title><style>body{font-family:sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse;"
+      "margin:.5em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}"
+      ".bad{color:#cf222e}.ok{color:#1a7f37}.verdict{font-size:1.6em;font-weight:bold;padding:.4em "
+      ".8em;color:#fff;"
+      "display:inline-block}</style></head><body>";
+  h += fmt::format("<div class=\"verdict\" style=\"background:{}\">{}</div>", verdict_color(c.verdict),
+                   to_string(c.verdict));
+  h += "<p>" + esc(c.verdict_reason) + "</p>";
+  h += fmt::format("<p><b>Certified ({}):</b> {}</p>", c.certified.size(), [&] {
+    std::string s;
+    for (const auto& n : c.certified) s += (s.empty() ? "" : ", ") + esc(n);
+    return s.empty() ? std::string("none") : s;
+  }());
+  h += "<h2>Excluded</h2>" + excluded_table(c);
+  h += "<h2>Tiers</h2>" + tiers_table(c) + ladder_table(c) + inputs_table(c);
+  h += fmt::format("<p>cvs-maxtext {} (commit {}), {} to {}.</p></body></html>\n", esc(c.tool_version),
+                   esc(c.git_commit), esc(c.started_at), esc(c.ended_at));
+  return h;
+}
+
+std::string render_certificate_junit(const Certificate& c) {
+  std::map<std::string, std::string> excluded;
+  for (const auto& e : c.excluded) excluded.emplace(e.node, e.tier + ": " + e.evidence);
+  std::size_t failures = excluded.size(), skipped = 0;
+  std::string cases;
+  for (const auto& t : c.tiers) {
+    cases += fmt::format("    <testcase classname=\"certify\" name=\"tier.{}\"", to_string(t.kind));
+    if (t.state != TierState::Decided) {
+      ++skipped;
+      cases += fmt::format(">\n      <skipped message=\"{}\"/>\n    </testcase>\n", esc(t.why_not_run));
+    } else if (t.outcome != Outcome::Pass) {
+      ++failures;
+      cases += fmt::format(">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                           esc(to_string(t.outcome, "?")), esc(t.summary));
+    } else {
+      cases += "/>\n";
+    }
+  }
+  for (const auto& h : c.inputs.hosts) {
+    cases += fmt::format("    <testcase classname=\"certify\" name=\"node.{}\"", esc(h));
+    const auto it = excluded.find(h);
+    cases += it == excluded.end()
+                 ? "/>\n"
+                 : fmt::format(">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                               esc(it->second), esc(it->second));
+  }
+  const auto tests = c.tiers.size() + c.inputs.hosts.size();
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"{}\" failures=\"{}\" skipped=\"{}\" "
+      "name=\"cvs certify\">\n  <testsuite name=\"certify\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n{}"
+      "  </testsuite>\n</testsuites>\n",
+      tests, failures, skipped, tests, failures, skipped, cases);
+}
+
+std::vector<std::string> write_certificate_files(const std::filesystem::path& dir, const Certificate& c,
+                                                 const Cluster& cluster) {
+  std::vector<std::string> lines;
+  write_text(dir / "certificate.html", render_certificate_html(c));
+  write_text(dir / "junit.xml", render_certificate_junit(c));
+  const auto host_of = hosts_by_name(cluster);
+  std::string exclude;
+  for (const auto& e : c.excluded) {
+    const auto it = host_of.find(e.node);
+    exclude += (exclude.empty() ? "--exclude=" : ",") + (it == host_of.end() ? e.node : it->second);
+  }
+  write_text(dir / "slurm_exclude.txt", exclude.empty() ? "" : exclude + "\n");
+  if (!c.certified.empty()) {
+    write_cluster_file_of(dir / "healthy_cluster.json", cluster, c.certified);
+    lines.push_back("healthy cluster " + (dir / "healthy_cluster.json").string());
+  }
+  lines.push_back("certificate " + (dir / "certificate.json").string() + ", " +
+                  (dir / "certificate.html").string());
+  lines.push_back("junit " + (dir / "junit.xml").string());
+  return lines;
+}
+
+}  // namespace cvs::report

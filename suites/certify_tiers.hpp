@@ -1,0 +1,43 @@
+// cvs certify's tiers (lib/cvs/results/certificate.hpp says what each decides): the inputs
+// checked before any node runs, then each tier run through fleet_runs.hpp on the nodes the tiers
+// before left healthy, certificate.json rewritten whole after each.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cvs/exec/cluster.hpp"
+#include "cvs/results/certificate.hpp"
+#include "cvs/results/fleet.hpp"
+
+namespace cvs::certify {
+
+struct Options {
+  std::filesystem::path cluster, config, distributed_config, baseline, output, resume;
+  double budget_minutes = 0;
+  std::size_t min_nodes = 0;
+  bool drain = false;
+  std::size_t max_parallel = 0;
+  double per_doubling_pct = 90;
+  FleetPolicy policy;
+  std::vector<std::string> suite_args;
+};
+
+struct Inputs {
+  Cluster cluster;
+  std::filesystem::path single_config, distributed_config;  // the copies in <output>/inputs
+  std::string first_sweep;                                  // the distributed config's first run
+  Certificate certificate;                                  // new, or the one --resume continues
+};
+
+// Every check before any node runs (ConfigError, exit 2): the cluster file, the configs and their
+// modes, a calibration that fits the single config, --drain without Slurm, an output folder that
+// exists (new) or one written for another cluster or config (--resume). Then the output folder and
+// its inputs/ (the configs with on_inconclusive extend) are written.
+Inputs load_inputs(Options& o);
+
+// The tiers; returns the exit code. certificate.json is current whenever this returns.
+int run(const Options& o, Inputs& in);
+
+}  // namespace cvs::certify

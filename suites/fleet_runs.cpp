@@ -1,0 +1,170 @@
+#include "fleet_runs.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+
+#include "cvs/base/format.hpp"
+#include "cvs/exec/launch.hpp"
+#include "cvs/exec/slurm.hpp"
+
+namespace fs = std::filesystem;
+
+namespace cvs::fleet {
+
+std::string folder_name(const std::string& node) {
+  std::string s = node;
+  for (auto& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  return s;
+}
+
+void write_json(const fs::path& file, const nlohmann::ordered_json& j) {
+  const fs::path part = file.string() + ".part";
+  {
+    std::ofstream out(part);
+    out << j.dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + part.string());
+  }
+  fs::rename(part, file);
+}
+
+fs::path suite_binary(const char* name) {
+  std::error_code ec;
+  const auto self = fs::read_symlink("/proc/self/exe", ec);
+  return (ec ? fs::path(".") : self.parent_path()) / name;
+}
+
+ProcRequest suite_request(const char* suite, const fs::path& config, const fs::path& dir,
+                          const std::string& tag, const std::string& label) {
+  ProcRequest r;
+  r.argv = {suite_binary(suite).string(),
+            "--config",
+            config.string(),
+            "--cluster",
+            (dir / "cluster.json").string(),
+            "--output",
+            (dir / "report").string(),
+            "--quiet",
+            "--run-tag",
+            tag};
+  r.timeout = std::chrono::hours(72);
+  r.label = label;
+  return r;
+}
+
+std::vector<FleetNode> run_nodes(const NodeRuns& spec, const Cluster& cluster,
+                                 const std::vector<Node>& nodes) {
+  std::vector<ProcRequest> reqs;
+  std::vector<fs::path> dirs;
+  for (const auto& node : nodes) {
+    const auto dir = spec.root / folder_name(node.name);
+    fs::create_directories(dir);
+    write_json(dir / "cluster.json", cluster_file_with(cluster, {node}));
+    auto r = suite_request(spec.suite, spec.config, dir, folder_name(node.name), node.name);
+    if (!spec.thresholds.empty()) r.argv.insert(r.argv.end(), {"--thresholds", spec.thresholds.string()});
+    r.argv.insert(r.argv.end(), spec.args.begin(), spec.args.end());
+    reqs.push_back(r);
+    dirs.push_back(dir);
+  }
+  const std::size_t at_once = spec.max_parallel ? std::min(spec.max_parallel, reqs.size()) : reqs.size();
+  spdlog::info("{}: {} node(s), {} at once; each node's run in {}/<node>", spec.log_prefix, reqs.size(),
+               at_once, spec.root.string());
+  const auto results = run_all(reqs, std::max<std::size_t>(1, at_once), &g_interrupted);
+  std::vector<FleetNode> out;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    std::ofstream(dirs[i] / "suite.log") << results[i].out << results[i].err;
+    auto n = read_fleet_node(nodes[i].name, dirs[i] / "report" / "results.json");
+    if (!n.status) n.failure = results[i].describe() + " (" + n.failure + ")";
+    n.seconds = results[i].seconds;
+    spdlog::info("{}: {} ended {} in {:.0f} s", spec.log_prefix, n.name,
+                 to_string(n.status, "without results"), results[i].seconds);
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+const Node& node_named(const Cluster& cluster, const std::string& name) {
+  for (const auto& n : cluster.nodes)
+    if (n.name == name) return n;
+  throw std::logic_error("no node " + name);
+}
+
+namespace {
+
+// A pair's run: the distributed suite on a two-node cluster file, setup and training only (the
+// gates are the per-node runs'). Pairs of one batch never share a node, but local nodes share a
+// host: each pair but the first gets its own JAX coordinator port.
+ProcRequest pair_request(const NodeRuns& spec, const Cluster& cluster, const PairRun& p, std::size_t index,
+                         const fs::path& dir) {
+  fs::create_directories(dir);
+  auto file = cluster_file_with(cluster, {node_named(cluster, p.a), node_named(cluster, p.b)});
+  if (index > 0)
+    file["overrides"]["container"]["env"]["JAX_COORDINATOR_PORT"] =
+        std::to_string(std::stoi(kDefaultCoordinatorPort) + static_cast<int>(index));
+  write_json(dir / "cluster.json", file);
+  auto r =
+      suite_request("jaxmaxtext_distributed", spec.config, dir, dir.filename().string(), p.a + "+" + p.b);
+  r.argv.push_back("--gtest_filter=test_setup.*:sweep/test_training_run.*");
+  for (const auto& a : spec.args)
+    if (a.rfind("--gtest_filter", 0) != 0) r.argv.push_back(a);
+  return r;
+}
+
+void read_pair(PairRun& p, const ProcResult& result, const fs::path& dir) {
+  std::ofstream(dir / "suite.log") << result.out << result.err;
+  const auto n = read_fleet_node(result.label, dir / "report" / "results.json");
+  p.status = n.status;
+  p.seconds += result.seconds;
+  p.steps += n.steps * 2;  // two nodes
+  p.failure = !n.status ? result.describe() + " (" + n.failure + ")" : n.failure;
+  for (const auto& [figure, v] : n.figures)
+    if (figure.size() > 17 && figure.ends_with(" step_time_p50_ms")) {
+      p.sweep = figure.substr(0, figure.size() - 17);
+      p.step_ms = v;
+      break;
+    }
+}
+
+}  // namespace
+
+PairsResult run_pairs(const NodeRuns& spec, const Cluster& cluster, const std::vector<std::string>& healthy,
+                      double min_deviation) {
+  const PairRunner runner = [&](std::vector<PairRun>& batch) {
+    std::vector<ProcRequest> reqs;
+    std::vector<fs::path> dirs;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const auto& p = batch[i];
+      dirs.push_back(spec.root / (std::to_string(p.round) + "-" + folder_name(p.a) + "+" + folder_name(p.b)));
+      reqs.push_back(pair_request(spec, cluster, p, i, dirs.back()));
+    }
+    const auto results = run_all(reqs, spec.max_parallel ? spec.max_parallel : reqs.size(), &g_interrupted);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      read_pair(batch[i], results[i], dirs[i]);
+      spdlog::info("{} pairs: round {} {} + {} ended {}, {} ms a step", spec.log_prefix, batch[i].round,
+                   batch[i].a, batch[i].b, to_string(batch[i].status, "without results"),
+                   short_number(batch[i].step_ms));
+    }
+  };
+  spdlog::info("{} pairs: {} healthy node(s), two at a time, in {}", spec.log_prefix, healthy.size(),
+               spec.root.string());
+  return localise_links(healthy, runner, min_deviation);
+}
+
+std::string Allocation::acquire() {
+  if (!cluster_.is_slurm()) return "";
+  auto a = slurm_allocate(cluster_.slurm, std::chrono::hours(1));
+  cluster_.slurm.job_id = a.job_id;  // granted: released even when its hosts could not be read
+  if (!a.ok()) return a.error;
+  for (std::size_t i = 0; i < a.hosts.size(); ++i)
+    cluster_.nodes[i].name = cluster_.nodes[i].host = a.hosts[i];
+  return "";
+}
+
+void Allocation::release() {
+  if (cluster_.slurm.job_id.empty()) return;
+  if (auto why = slurm_release(cluster_.slurm.job_id); !why.empty()) spdlog::error("{}: {}", who_, why);
+  cluster_.slurm.job_id.clear();
+}
+
+}  // namespace cvs::fleet

@@ -1,0 +1,141 @@
+// jaxmaxtext_certify (`cvs certify`): from a list of hosts to "these N nodes are certified for this
+// workload, these are excluded and why", in tiers (lib/cvs/results/certificate.hpp): preflight,
+// nodes, links and the scaling ladder, each only on the nodes the tier before left healthy, each
+// tier's outcome written to certificate.json before the next starts.
+//
+//   jaxmaxtext_certify --cluster FILE --config SINGLE.json [--distributed-config DIST.json]
+//                      [--baseline CALIBRATION] [--budget-minutes M] [--min-nodes N] [--output DIR]
+//                      [--drain] [--resume DIR] [--max-parallel N] [--max-z Z]
+//                      [--min-deviation-pct P] [--min-fleet N] [--scaling-per-doubling-pct P]
+//                      [SUITE ARGS...]
+//
+// Every run is a suite executable beside this one (fleet_runs.hpp), with its config copied into
+// <output>/inputs with statistics.on_inconclusive "extend" (each speed gate stops once decisive).
+// Exit 0 certified, 1 not (or incomplete: budget, Ctrl-C), 2 bad input, 3 infrastructure.
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "certify_tiers.hpp"
+#include "cvs/base/format.hpp"
+#include "cvs/base/utc_time.hpp"
+#include "cvs/certificate_report.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/exec/cluster.hpp"
+#include "cvs/exec/launch.hpp"
+#include "cvs/exec/process.hpp"
+#include "fleet_runs.hpp"
+
+namespace fs = std::filesystem;
+using cvs::certify::Options;
+
+namespace {
+
+Options parse_options(CLI::App& app, int argc, char** argv) {
+  Options o;
+  std::string cluster, config, dist, baseline, output, resume;
+  double min_dev_pct = o.policy.min_deviation * 100;
+  app.allow_extras();
+  app.add_option("--cluster", cluster, "the cluster file listing the hosts");
+  app.add_option("--config", config, "a single-node suite config (preflight and the nodes tier)");
+  app.add_option("--distributed-config", dist, "a distributed config: the links tier and the scaling ladder");
+  app.add_option("--baseline", baseline, "a calibration of a known-good node (cvs calibrate)");
+  app.add_option("--budget-minutes", o.budget_minutes,
+                 "stop before a tier that would not end within this many minutes (0: no budget)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--min-nodes", o.min_nodes,
+                 "certified when at least this many nodes pass (default: every node)");
+  app.add_option("--output", output, "the certification's folder (default: cvs-results/certify-<UTC time>)");
+  app.add_flag("--drain", o.drain,
+               "Slurm: drain each excluded node (scontrol update ... State=DRAIN Reason=...)");
+  app.add_option("--resume", resume, "continue the certification in this folder (decided tiers are kept)");
+  app.add_option("--max-parallel", o.max_parallel, "runs at once in a tier (default: every node)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-z", o.policy.max_z, "modified z-score beyond which a node is an outlier (3.5)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--min-deviation-pct", min_dev_pct,
+                 "and at least this far from the fleet's median, in % (10)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--min-fleet", o.policy.min_fleet, "passing runs needed to score the fleet (3)")
+      ->check(CLI::Range(2, 1 << 20));
+  app.add_option(
+         "--scaling-per-doubling-pct", o.per_doubling_pct,
+         "the least scaling efficiency each doubling of the nodes may keep, in % (90: 81 % at 4 nodes)")
+      ->check(CLI::Range(0.0, 100.0));
+  app.parse(argc, argv);
+  auto abs = [](const std::string& s) { return s.empty() ? fs::path() : fs::absolute(s); };
+  o.cluster = abs(cluster);
+  o.config = abs(config);
+  o.distributed_config = abs(dist);
+  o.baseline = abs(baseline);
+  o.resume = abs(resume);
+  o.policy.min_deviation = min_dev_pct / 100;
+  o.output = !resume.empty() ? o.resume
+             : output.empty()
+                 ? fs::absolute(fs::path("cvs-results") / ("certify-" + cvs::utc_now("%Y%m%d-%H%M%S")))
+                 : fs::absolute(output);
+  o.suite_args = app.remaining();
+  return o;
+}
+
+// Ctrl-C: passed on to every run (run_all), which stops its training and ends ERROR; the tier in
+// flight is left undecided, the certificate written, and --resume continues from it.
+void on_interrupt() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { cvs::g_interrupted.store(true); };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void print_summary(const cvs::Certificate& c, const fs::path& out) {
+  std::cout << "certify: " << to_string(c.verdict) << " - " << c.verdict_reason << "\n";
+  for (const auto& t : c.tiers)
+    std::cout << "  " << to_string(t.kind) << ": "
+              << (t.state == cvs::TierState::Decided ? to_string(t.outcome, "?") : to_string(t.state))
+              << (t.summary.empty() ? "" : "  " + t.summary)
+              << (t.why_not_run.empty() ? "" : "  " + t.why_not_run) << "\n";
+  const char* word = c.verdict == cvs::Verdict::Certified ? "CERTIFIED " : "healthy   ";
+  for (const auto& n : c.certified) std::cout << word << n << "\n";
+  for (const auto& e : c.excluded)
+    std::cout << "EXCLUDED  " << e.node << "  (" << e.tier << ") " << e.evidence << "\n";
+  std::cout << "certificate: " << (out / "certificate.html").string() << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_pattern("[%H:%M:%S] [%^%l%$] %v");
+  CLI::App app{
+      "jaxmaxtext_certify (cvs certify): preflight, nodes, links and a scaling ladder, each on the nodes the "
+      "tier before left healthy; a certificate. Arguments it does not know pass to every suite run.",
+      "cvs certify"};
+  Options o;
+  cvs::certify::Inputs in;
+  try {
+    o = parse_options(app, argc, argv);
+    in = cvs::certify::load_inputs(o);  // every check before any node runs or anything is written
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "cvs certify: " << e.what() << "\n" << app.help();
+    return 2;
+  } catch (const cvs::ConfigError& e) {
+    for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
+    return 2;
+  }
+  on_interrupt();
+  auto& cert = in.certificate;
+  const int rc = cvs::certify::run(o, in);
+  for (const auto& line : cvs::report::write_certificate_files(o.output, cert, in.cluster))
+    std::cerr << "certify: " << line << "\n";
+  print_summary(cert, o.output);
+  return rc;
+}
