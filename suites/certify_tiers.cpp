@@ -74,6 +74,7 @@ Certificate read_prior(Options& o) {
   // The same node set and thresholds: the policy it was started with.
   o.min_nodes = c.inputs.min_nodes;
   o.drain = c.inputs.drain;
+  o.fixed_steps = !c.inputs.early_stop;
   o.per_doubling_pct = c.inputs.scaling_per_doubling_pct;
   o.policy.max_z = c.inputs.max_z;
   o.policy.min_deviation = c.inputs.min_deviation;
@@ -122,10 +123,11 @@ void check_baseline(Options& o, const SuiteConfig& single) {
 
 // The config as every run of the certification reads it: its threshold file by absolute path and
 // every speed gate with on_inconclusive "extend" (stop once decisive, extend when not).
-fs::path write_run_config(const fs::path& from, const SuiteConfig& loaded, const fs::path& to) {
+fs::path write_run_config(const fs::path& from, const SuiteConfig& loaded, const fs::path& to,
+                          bool fixed_steps) {
   auto j = read_json(from, "the config");
   if (!loaded.threshold_path.empty()) j["threshold_json"] = loaded.threshold_path.string();
-  j["statistics"]["on_inconclusive"] = "extend";
+  j["statistics"]["on_inconclusive"] = fixed_steps ? "fail" : "extend";
   if (!fs::exists(to)) fleet::write_json(to, j);
   return to;
 }
@@ -160,6 +162,7 @@ void new_certificate(const Options& o, Inputs& in) {
   i.min_deviation = o.policy.min_deviation;
   i.min_fleet = o.policy.min_fleet;
   i.drain = o.drain;
+  i.early_stop = !o.fixed_steps;
   i.suite_args = o.suite_args;
   std::vector<TierKind> kinds = {TierKind::Preflight, TierKind::Nodes};
   if (!o.distributed_config.empty()) kinds.insert(kinds.end(), {TierKind::Links, TierKind::Scale});
@@ -208,11 +211,13 @@ Inputs load_inputs(Options& o) {
     new_certificate(o, in);
   }
   fs::create_directories(o.output / "inputs");
-  in.single_config = write_run_config(o.config, single, o.output / "inputs" / "single_config.json");
+  in.single_config =
+      write_run_config(o.config, single, o.output / "inputs" / "single_config.json", o.fixed_steps);
   if (dist) {
-    in.distributed_config =
-        write_run_config(o.distributed_config, *dist, o.output / "inputs" / "distributed_config.json");
+    in.distributed_config = write_run_config(o.distributed_config, *dist,
+                                             o.output / "inputs" / "distributed_config.json", o.fixed_steps);
     in.first_sweep = dist->runs.empty() ? "" : dist->runs.front();
+    in.distributed_steps = in.first_sweep.empty() ? 0 : dist->steps_for(in.first_sweep);
   }
   return in;
 }
@@ -386,34 +391,66 @@ void tier_links(Run& r, TierRecord& t) {
               (links.empty() ? "" : "; slow link(s): " + links);
 }
 
-Rung run_rung(Run& r, const std::vector<Node>& nodes, std::size_t k, bool last, const fs::path& dir) {
-  const fs::path rdir = dir / (std::to_string(k) + "-nodes");
+// The distributed config with `steps` steps (a rung run again for an interval), written once.
+fs::path config_with_steps(const Run& r, long long steps) {
+  const fs::path p = r.o.output / "inputs" / ("distributed_config_" + std::to_string(steps) + "_steps.json");
+  if (fs::exists(p)) return p;
+  auto j = read_json(r.in.distributed_config, "the config");
+  j["train_params"]["maxtext_config"]["steps"] = steps;
+  if (j.contains("sweeps") && j["sweeps"].contains(r.in.first_sweep) &&
+      j["sweeps"][r.in.first_sweep].is_object() && j["sweeps"][r.in.first_sweep].contains("steps"))
+    j["sweeps"][r.in.first_sweep]["steps"] = steps;
+  fleet::write_json(p, j);
+  return p;
+}
+
+// One run of a rung: the distributed suite on the first k nodes, in `rdir`.
+void run_rung_once(Run& r, const std::vector<Node>& nodes, bool last, const fs::path& config,
+                   const fs::path& rdir, Rung& g) {
+  const auto k = g.nodes;
   fs::create_directories(rdir);
   fleet::write_json(rdir / "cluster.json",
                     cluster_file_with(r.in.cluster, std::vector<Node>(nodes.begin(), nodes.begin() + k)));
-  auto req = fleet::suite_request("jaxmaxtext_distributed", r.in.distributed_config, rdir,
-                                  "scale-" + std::to_string(k), std::to_string(k) + " node(s)");
+  auto req = fleet::suite_request("jaxmaxtext_distributed", config, rdir, "scale-" + std::to_string(k),
+                                  std::to_string(k) + " node(s)");
   // The last rung is the full-scale run: its own gates (the user's filter); the others train.
   const auto a = r.args(last ? "" : "test_setup.*:sweep/test_training_run.*");
   req.argv.insert(req.argv.end(), a.begin(), a.end());
   const auto res = run_all({req}, 1, &g_interrupted).front();
   std::ofstream(rdir / "suite.log") << res.out << res.err;
   const auto n = read_fleet_node(req.label, rdir / "report" / "results.json");
-  Rung g;
-  g.nodes = k;
   g.status = n.status;
   g.failure = n.status ? n.failure : res.describe() + " (" + n.failure + ")";
-  g.sweep = r.in.first_sweep;
   const std::string key = g.sweep + " tokens_per_sec_per_gpu";
+  g.tok_s_per_gpu = 0;
   if (auto it = n.steady.find(key); it != n.steady.end())
     g.tok_s_per_gpu = it->second;
   else if (auto f = n.figures.find(key); f != n.figures.end())
     g.tok_s_per_gpu = f->second;
+  g.interval.reset();
   if (auto it = n.intervals.find(key); it != n.intervals.end()) g.interval = it->second;
-  g.seconds = res.seconds;
-  g.steps = n.steps * static_cast<long long>(k);
-  spdlog::info("certify scale: {} node(s) ended {}, {} tok/s/GPU", k, to_string(n.status, "without results"),
-               short_number(g.tok_s_per_gpu));
+  g.seconds += res.seconds;
+  g.steps += n.steps * static_cast<long long>(k);
+  spdlog::info("certify scale: {} node(s) ended {}, {} tok/s/GPU{}", k,
+               to_string(n.status, "without results"), short_number(g.tok_s_per_gpu),
+               g.interval ? "" : " (no steady-state interval)");
+}
+
+// A rung, extended as a speed gate is: a run that ends without a steady-state interval (too few
+// steady steps for its noise) runs again with twice the steps, at most twice.
+Rung run_rung(Run& r, const std::vector<Node>& nodes, std::size_t k, bool last, const fs::path& dir) {
+  Rung g;
+  g.nodes = k;
+  g.sweep = r.in.first_sweep;
+  const fs::path rdir = dir / (std::to_string(k) + "-nodes");
+  run_rung_once(r, nodes, last, r.in.distributed_config, rdir, g);
+  for (long long steps = r.in.distributed_steps * 2;
+       g.status == Outcome::Pass && !g.interval && r.in.distributed_steps > 0 && !g_interrupted.load() &&
+       steps <= r.in.distributed_steps * 4;
+       steps *= 2) {
+    spdlog::info("certify scale: {} node(s) once more with {} steps, for an interval", k, steps);
+    run_rung_once(r, nodes, last, config_with_steps(r, steps), rdir / ("steps-" + std::to_string(steps)), g);
+  }
   return g;
 }
 

@@ -20,6 +20,7 @@ struct Options {
   bool drain = false;
   std::size_t max_parallel = 0;
   double per_doubling_pct = 90;
+  bool fixed_steps = false;  // benchmarks: on_inconclusive "fail" (every run its configured steps)
   FleetPolicy policy;
   std::vector<std::string> suite_args;
 };
@@ -28,6 +29,7 @@ struct Inputs {
   Cluster cluster;
   std::filesystem::path single_config, distributed_config;  // the copies in <output>/inputs
   std::string first_sweep;                                  // the distributed config's first run
+  long long distributed_steps = 0;                          // its configured steps
   Certificate certificate;                                  // new, or the one --resume continues
 };
 

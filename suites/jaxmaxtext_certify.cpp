@@ -54,6 +54,8 @@ Options parse_options(CLI::App& app, int argc, char** argv) {
   app.add_option("--output", output, "the certification's folder (default: cvs-results/certify-<UTC time>)");
   app.add_flag("--drain", o.drain,
                "Slurm: drain each excluded node (scontrol update ... State=DRAIN Reason=...)");
+  app.add_flag("--fixed-steps", o.fixed_steps,
+               "benchmarks: every run its configured steps (on_inconclusive fail), no early stop");
   app.add_option("--resume", resume, "continue the certification in this folder (decided tiers are kept)");
   app.add_option("--max-parallel", o.max_parallel, "runs at once in a tier (default: every node)")
       ->check(CLI::PositiveNumber);

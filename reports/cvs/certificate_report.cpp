@@ -82,8 +82,10 @@ std::string inputs_table(const Certificate& c) {
   h += fmt::format(
       "<p>Outliers: modified z beyond {} and at least {:.0f} % from the median (fleets of {} or more); "
       "scaling bound "
-      "{:.0f} % per doubling; every speed gate with on_inconclusive extend; {}; {}.</p>",
+      "{:.0f} % per doubling; {}; {}; {}.</p>",
       i.max_z, i.min_deviation * 100, i.min_fleet, i.scaling_per_doubling_pct,
+      i.early_stop ? "every speed gate with on_inconclusive extend (stop once decisive)"
+                   : "fixed steps (--fixed-steps: no early stop)",
       i.min_nodes ? fmt::format("certified with at least {} node(s)", i.min_nodes) : "every node must pass",
       i.budget_minutes > 0 ? fmt::format("budget {} min", i.budget_minutes) : "no budget");
   if (!i.baseline_provenance.is_null())

@@ -4,11 +4,40 @@
 
 #include "cli_parse.hpp"
 #include "commands.hpp"
+#include "cvs/certificate_report.hpp"
 #include "cvs/html_report.hpp"
 #include "cvs/reporters.hpp"
+#include "cvs/results/certificate.hpp"
 #include "cvs/results/results_file.hpp"
 
 namespace cvs::cli {
+
+namespace {
+
+// A certification's page from its certificate.json (cvs certify).
+int render_certificate(const std::string& file, const std::string& out) {
+  Certificate c;
+  try {
+    std::ifstream in(file);
+    c = certificate_from_json(nlohmann::ordered_json::parse(in));
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << file << ": " << e.what() << "\n";
+    return kExitUsage;
+  }
+  const auto html = report::render_certificate_html(c);
+  if (out.empty()) {
+    std::cout << html;
+    return kExitOk;
+  }
+  if (std::filesystem::exists(out)) {
+    std::cerr << "error: " << out << " exists: a report is never overwritten (pass a new --out)\n";
+    return kExitUsage;
+  }
+  std::ofstream(out) << html;
+  return kExitOk;
+}
+
+}  // namespace
 
 // `cvs report RESULTS.json [--out FILE] [--openmetrics FILE] [--pushgateway URL]`: re-renders the
 // HTML report of a session (and its other outputs, through the session's reporters).
@@ -18,11 +47,14 @@ int cmd_report(const Args& args) {
   report::ReporterOptions o;
   o.session_files = false;
   o.record_history = false;
-  app.add_option("results", file, "a session's results.json")->required()->check(CLI::ExistingFile);
+  app.add_option("results", file, "a session's results.json (or a certification's certificate.json)")
+      ->required()
+      ->check(CLI::ExistingFile);
   app.add_option("--out", out, "the HTML file to write (default: standard output)");
   app.add_option("--openmetrics", o.openmetrics, "also its figures in the OpenMetrics text format, to FILE");
   app.add_option("--pushgateway", o.pushgateway, "also push its figures to a Prometheus Pushgateway");
   if (auto rc = parse_cli(app, args)) return *rc;
+  if (std::filesystem::path(file).filename() == "certificate.json") return render_certificate(file, out);
   const auto results = read_results(file);
   if (out.empty()) {
     std::cout << report::render_html(results);

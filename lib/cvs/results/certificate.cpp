@@ -145,6 +145,7 @@ J inputs_json(const CertificateInputs& in) {
           {"min_deviation_pct", in.min_deviation * 100},
           {"min_fleet", in.min_fleet},
           {"drain", in.drain},
+          {"early_stop", in.early_stop},
           {"suite_args", in.suite_args}};
 }
 
@@ -167,6 +168,7 @@ CertificateInputs inputs_from(const J& j) {
   in.min_deviation = j.at("min_deviation_pct").get<double>() / 100;
   in.min_fleet = j.at("min_fleet");
   in.drain = j.at("drain");
+  in.early_stop = j.at("early_stop");
   in.suite_args = j.at("suite_args").get<std::vector<std::string>>();
   return in;
 }
@@ -230,9 +232,9 @@ void score_ladder(std::vector<Rung>& rungs, double per_doubling) {
     r.efficiency_pct.reset();
     r.efficiency_lo_pct.reset();
     r.efficiency_hi_pct.reset();
-    if (r.status != Outcome::Pass || one.status != Outcome::Pass || one.tok_s_per_gpu <= 0 ||
-        r.tok_s_per_gpu <= 0) {
-      r.verdict = r.status && *r.status == Outcome::Fail ? Outcome::Fail : Outcome::Error;
+    // A run that failed its own gates still measured its speed; one that left no figure did not.
+    if (!r.status || one.status != Outcome::Pass || one.tok_s_per_gpu <= 0 || r.tok_s_per_gpu <= 0) {
+      r.verdict = r.status == Outcome::Fail ? Outcome::Fail : Outcome::Error;
       continue;
     }
     r.efficiency_pct = 100 * r.tok_s_per_gpu / one.tok_s_per_gpu;

@@ -84,6 +84,7 @@ struct CertificateInputs {
   double max_z = 3.5, min_deviation = 0.10;
   std::size_t min_fleet = 3;
   bool drain = false;
+  bool early_stop = true;  // every speed gate with on_inconclusive extend (--fixed-steps: fail)
   std::vector<std::string> suite_args;
 };
 

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# cvs certify on the four netns ssh hosts of tests/integration/netns_cluster.sh (run under it with
+# CVS_NETNS_HOSTS=4: each host's cvs0 a link of its own into one bridge). Real MaxText on the CPU
+# in every tier: preflight (setup, probe facts, the distributed config's setup and RDMA check),
+# nodes (single-node training on each host, one at a time), links (two-node runs over Gloo, one at
+# a time), scale (the distributed config on 1, 2, 4 hosts). These hosts share this machine's two
+# cores, so a 2-node rung keeps a few % of the 1-node rung's tokens/s per CPU "GPU": the bound per
+# doubling is 1 % here (--scaling-per-doubling-pct 1; 90 on a real cluster).
+#  1. Healthy: all four certified, every tier PASS, the ladder 1, 2, 4 with efficiency intervals;
+#     every output written; exit 0.
+#  2. ns-b's CPU capped (its sshd's cgroup, 15 % of one CPU) and ns-d's link limited (tc tbf,
+#     100 Mbit/s): exactly those two excluded, ns-b by the nodes tier (slow again when run once
+#     more) and ns-d by the links tier, with their evidence; ns-a and ns-c certified (--min-nodes
+#     2), the ladder on them; exit 0. The exclude line, the healthy cluster file, JUnit and the page.
+#  3. Ctrl-C once the nodes tier is decided: exit 1, the certificate says which tiers did not run;
+#     --resume finishes with the same certificate as run 1 and runs no decided tier again.
+#   certify_test.sh CERTIFY_BINARY SINGLE_CONFIG DISTRIBUTED_CONFIG OUT_DIR
+set -euo pipefail
+certify=$1; single=$2; dist=$3; out=$4
+dir=${CVS_NETNS_DIR:?run under tests/integration/netns_cluster.sh run DIR -- (CVS_NETNS_HOSTS=4)}
+rm -rf "$out"; mkdir -p "$out"
+fail() { echo "FAIL: $*"; exit 1; }
+export CVS_CALIBRATION_DIR="$out/no-calibration"
+python3 - "$dir/cluster.json" "$single" "$dist" "$out" <<'PY'
+import json, os, sys
+c = json.load(open(sys.argv[1]))
+assert len(c["nodes"]) == 4, "needs CVS_NETNS_HOSTS=4"
+iface = c.pop("overrides")["container"]["env"]["GLOO_SOCKET_IFNAME"]  # single-node runs need none
+json.dump(c, open(sys.argv[4] + "/cluster.json", "w"), indent=1)
+# Steps of ~0.1 s (fleet_test.sh's model): the capped host is several times slower.
+s = json.load(open(sys.argv[2]))
+gates = {"training.loss_decreased": {"kind": "min", "value": 1},
+         "training.tokens_per_sec_per_gpu": {"kind": "info", "value": 0.0}}
+json.dump({k: gates for k in s["sweeps"]}, open(sys.argv[4] + "/single_thresholds.json", "w"), indent=1)
+s["threshold_json"] = sys.argv[4] + "/single_thresholds.json"
+s["train_params"]["maxtext_config"].update(
+    {"base_emb_dim": 256, "base_mlp_dim": 1024, "base_num_decoder_layers": 4, "steps": 20, "log_period": 5})
+json.dump(s, open(sys.argv[4] + "/single_config.json", "w"), indent=1)
+# The distributed config: enough steps for a steady-state interval on every rung.
+d = json.load(open(sys.argv[3]))
+d["container"]["env"]["GLOO_SOCKET_IFNAME"] = iface
+# Its own gates (the shipped file's loss gates are for 20 steps): the loss must fall.
+json.dump({k: gates for k in d["sweeps"]}, open(sys.argv[4] + "/dist_thresholds.json", "w"), indent=1)
+d["threshold_json"] = sys.argv[4] + "/dist_thresholds.json"
+d["train_params"]["maxtext_config"].update({"steps": 60, "log_period": 10})
+json.dump(d, open(sys.argv[4] + "/dist_config.json", "w"), indent=1)
+PY
+args=(--cluster "$out/cluster.json" --config "$out/single_config.json" --distributed-config "$out/dist_config.json"
+      --min-deviation-pct 50 --max-parallel 1 --scaling-per-doubling-pct 1
+      --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 60
+      "--gtest_filter=test_setup.*:sweep/test_training_run.run/BS_2*:sweep/test_metric.check/BS_2*")
+
+check_outputs() {  # DIR EXPECTED_CERTIFIED EXPECTED_EXCLUDED(json)
+  python3 - "$@" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+d, certified, excluded = sys.argv[1], sys.argv[2].split(","), json.loads(sys.argv[3])
+c = json.load(open(d + "/certificate.json"))
+assert c["schema_version"] == 1 and c["verdict"] == "CERTIFIED", (c["verdict"], c["verdict_reason"])
+assert c["certified"] == certified, c["certified"]
+assert {e["node"]: e["tier"] for e in c["excluded"]} == excluded, c["excluded"]
+tiers = {t["tier"]: t for t in c["tiers"]}
+assert list(tiers) == ["preflight", "nodes", "links", "scale"], list(tiers)
+assert all(t["state"] == "decided" for t in tiers.values()), [(t["tier"], t["state"]) for t in c["tiers"]]
+rungs = tiers["scale"]["rungs"]
+assert [r["nodes"] for r in rungs] == [1, 2, 4][: len(rungs)] and rungs[-1]["nodes"] == len(certified), rungs
+for r in rungs[1:]:
+    lo, hi = r["efficiency_interval_pct"]
+    assert lo <= r["efficiency_pct"] <= hi and r["verdict"] == "PASS", r
+assert c["node_minutes"] > 0 and c["node_steps"] > 0, (c["node_minutes"], c["node_steps"])
+assert all(t["node_minutes"] > 0 for t in c["tiers"]), [t["node_minutes"] for t in c["tiers"]]
+assert c["git_commit"] and c["tool_version"] and c["inputs"]["cluster_sha256"]
+hc = json.load(open(d + "/healthy_cluster.json"))
+assert [n["name"] for n in hc["nodes"]] == certified, hc
+hosts = {n["name"]: n["host"] for n in json.load(open(d + "/inputs/../../cluster.json"))["nodes"]}
+ex = open(d + "/slurm_exclude.txt").read().strip()
+assert ex == ("--exclude=" + ",".join(hosts[n] for n in excluded) if excluded else ""), ex
+root = ET.parse(d + "/junit.xml").getroot()
+failed = {tc.get("name") for tc in root.iter("testcase") if tc.find("failure") is not None}
+want = {"node." + n for n in excluded} | {"tier." + t for t in set(excluded.values())}
+assert failed == want, (failed, want)
+html = open(d + "/certificate.html").read()
+assert html.index("CERTIFIED") < html.index("Excluded") and "Scaling ladder" in html
+for e in c["excluded"]:
+    print(f"  excluded {e['node']} ({e['tier']}): {e['evidence'][:150]}")
+print("  ladder:", "; ".join(f"{r['nodes']} node(s) {r['efficiency_pct']:.1f} % {r['efficiency_interval_pct']}" for r in rungs))
+print("  node-minutes", round(c["node_minutes"], 1), "node-steps", c["node_steps"])
+PY
+}
+
+# 1. Healthy.
+rc=0
+"$certify" "${args[@]}" --output "$out/healthy" >"$out/healthy.log" 2>&1 || rc=$?
+[[ $rc -eq 0 ]] || { tail -30 "$out/healthy.log"; fail "healthy: exit $rc, expected 0"; }
+check_outputs "$out/healthy" ns-a,ns-b,ns-c,ns-d '{}' || { tail -20 "$out/healthy.log"; fail "healthy outputs"; }
+echo "healthy: all four certified"
+
+# 3. Ctrl-C once the nodes tier is decided, then --resume.
+"$certify" "${args[@]}" --output "$out/resumed" >"$out/interrupted.log" 2>&1 &
+pid=$!
+for _ in $(seq 1200); do
+  if python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); sys.exit(0 if c["tiers"][1]["state"]=="decided" else 1)' \
+      "$out/resumed/certificate.json" 2>/dev/null; then break; fi
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.5
+done
+kill -INT $pid 2>/dev/null || true
+rc=0; wait $pid || rc=$?
+[[ $rc -eq 1 ]] || { tail -30 "$out/interrupted.log"; fail "interrupted: exit $rc, expected 1"; }
+python3 - "$out/resumed" <<'PY' || fail "the interrupted certificate"
+import json, sys
+c = json.load(open(sys.argv[1] + "/certificate.json"))
+states = [(t["tier"], t["state"]) for t in c["tiers"]]
+assert c["verdict"] == "INCOMPLETE" and "did not run" in c["verdict_reason"], (c["verdict"], c["verdict_reason"])
+assert states[:2] == [("preflight", "decided"), ("nodes", "decided")] and states[3] == ("scale", "not run"), states
+assert "interrupted" in c["tiers"][3]["why_not_run"], c["tiers"][3]
+print("interrupted:", states)
+PY
+rc=0
+"$certify" --resume "$out/resumed" >"$out/resume.log" 2>&1 || rc=$?
+[[ $rc -eq 0 ]] || { tail -30 "$out/resume.log"; fail "resume: exit $rc, expected 0"; }
+grep -q "preflight tier already decided" "$out/resume.log" || fail "resume ran the preflight again"
+grep -q "nodes tier already decided" "$out/resume.log" || fail "resume ran the nodes tier again"
+[[ ! -e $out/resumed/preflight-2 && ! -e $out/resumed/nodes-2 ]] || fail "a decided tier ran twice: $(ls "$out/resumed")"
+check_outputs "$out/resumed" ns-a,ns-b,ns-c,ns-d '{}' || fail "resumed outputs"
+echo "resumed: the same certificate as the uninterrupted run"
+
+# 2. ns-b's CPU capped, ns-d's link limited.
+cg=""
+cleanup() {
+  ip netns exec cvs-d tc qdisc del dev cvs0 root 2>/dev/null || true
+  if [[ -n $cg && -d $cg ]]; then
+    while read -r p; do echo "$p" >"$(dirname "$cg")/cgroup.procs" 2>/dev/null || true; done <"$cg/cgroup.procs"
+    rmdir "$cg" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+if [[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
+  cg=/sys/fs/cgroup/cpu/cvs-certify-slow
+  mkdir -p "$cg"; echo 100000 >"$cg/cpu.cfs_period_us"; echo 15000 >"$cg/cpu.cfs_quota_us"
+elif [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+  cg=/sys/fs/cgroup/cvs-certify-slow
+  echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+  mkdir -p "$cg"; echo "15000 100000" >"$cg/cpu.max"
+else
+  echo "no cgroup cpu controller to slow a node with"; exit 77
+fi
+for p in $(ip netns pids cvs-b); do echo "$p" >"$cg/cgroup.procs"; done
+ip netns exec cvs-d tc qdisc add dev cvs0 root tbf rate 100mbit burst 64kb latency 200ms
+rc=0
+"$certify" "${args[@]}" --min-nodes 2 --output "$out/degraded" >"$out/degraded.log" 2>&1 || rc=$?
+cleanup
+[[ $rc -eq 0 ]] || { tail -30 "$out/degraded.log"; fail "degraded: exit $rc, expected 0 (--min-nodes 2)"; }
+check_outputs "$out/degraded" ns-a,ns-c '{"ns-b": "nodes", "ns-d": "links"}' || { tail -20 "$out/degraded.log"; fail "degraded outputs"; }
+python3 - "$out/degraded" <<'PY' || fail "degraded evidence"
+import json, sys
+c = json.load(open(sys.argv[1] + "/certificate.json"))
+ev = {e["node"]: e["evidence"] for e in c["excluded"]}
+assert "tokens_per_sec_per_gpu" in ev["ns-b"] and "slow again when run once more" in ev["ns-b"], ev["ns-b"]
+assert "the training had" in ev["ns-b"], ev["ns-b"]  # its telemetry: the CPUs it got
+assert "every two-node run with it was slow" in ev["ns-d"], ev["ns-d"]
+nodes = next(t for t in c["tiers"] if t["tier"] == "nodes")
+assert nodes["reruns"] == ["ns-b"], nodes["reruns"]
+links = next(t for t in c["tiers"] if t["tier"] == "links")
+assert "ns-b" not in links["nodes_in"] and len(links["nodes_in"]) == 3, links["nodes_in"]
+PY
+echo "degraded: ns-b and ns-d excluded with their evidence, ns-a and ns-c certified"
+echo "PASS"
