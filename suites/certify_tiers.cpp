@@ -315,8 +315,9 @@ void tier_preflight(Run& r, TierRecord& t) {
 
 bool speed_only(const NodeScore& ns, const FleetNode& n) {
   if (n.status != Outcome::Pass || ns.evidence.empty()) return false;
-  for (const auto& e : ns.evidence)
-    if (!e.figure.ends_with("tokens_per_sec_per_gpu") && !e.figure.ends_with("step_time_p50_ms"))
+  for (const auto& e : ns.evidence)  // the telemetry's words say why; they accuse nothing
+    if (e.figure != "telemetry" && !e.figure.ends_with("tokens_per_sec_per_gpu") &&
+        !e.figure.ends_with("step_time_p50_ms"))
       return false;
   return true;
 }
@@ -356,9 +357,7 @@ void tier_nodes(Run& r, TierRecord& t) {
   }
   for (const auto& ns : score.nodes) {
     if (!ns.suspect) continue;
-    std::string ev = fleet_reasons(ns);
-    if (const auto* n = find_node(runs, ns.name); n && !n->telemetry.empty())
-      ev += " (telemetry: " + n->telemetry + ")";
+    std::string ev = fleet_reasons(ns);  // the telemetry's words among them
     if (std::find(t.reruns.begin(), t.reruns.end(), ns.name) != t.reruns.end())
       ev += " (slow again when run once more)";
     exclude(t, ns.name, ev);
@@ -593,7 +592,7 @@ int run(const Options& o, Inputs& in) {
       continue;
     }
     run_tier(r, t);
-    if (t.state != TierState::Decided) stop = t.why_not_run;
+    if (t.state != TierState::Decided) stop = "interrupted (Ctrl-C): cvs certify --resume " + o.output.string();
     r.save();
   }
   alloc.release();
