@@ -592,7 +592,8 @@ int run(const Options& o, Inputs& in) {
       continue;
     }
     run_tier(r, t);
-    if (t.state != TierState::Decided) stop = "interrupted (Ctrl-C): cvs certify --resume " + o.output.string();
+    if (t.state != TierState::Decided)
+      stop = "interrupted (Ctrl-C): cvs certify --resume " + o.output.string();
     r.save();
   }
   alloc.release();

@@ -8,10 +8,11 @@
 # doubling is 1 % here (--scaling-per-doubling-pct 1; 90 on a real cluster).
 #  1. Healthy: all four certified, every tier PASS, the ladder 1, 2, 4 with efficiency intervals;
 #     every output written; exit 0.
-#  2. ns-b's CPU capped (its sshd's cgroup, 15 % of one CPU) and ns-d's link limited (tc tbf,
+#  2. ns-b's CPU capped (its sshd's cgroup, 30 % of one CPU) and ns-d's link limited (tc tbf,
 #     100 Mbit/s): exactly those two excluded, ns-b by the nodes tier (slow again when run once
 #     more) and ns-d by the links tier, with their evidence; ns-a and ns-c certified (--min-nodes
 #     2), the ladder on them; exit 0. The exclude line, the healthy cluster file, JUnit and the page.
+#  4. --budget-minutes the preflight alone uses up: the later tiers not run, with the reason; exit 1.
 #  3. Ctrl-C once the nodes tier is decided: exit 1, the certificate says which tiers did not run;
 #     --resume finishes with the same certificate as run 1 and runs no decided tier again.
 #   certify_test.sh CERTIFY_BINARY SINGLE_CONFIG DISTRIBUTED_CONFIG OUT_DIR
@@ -136,11 +137,11 @@ cleanup() {
 trap cleanup EXIT
 if [[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
   cg=/sys/fs/cgroup/cpu/cvs-certify-slow
-  mkdir -p "$cg"; echo 100000 >"$cg/cpu.cfs_period_us"; echo 15000 >"$cg/cpu.cfs_quota_us"
+  mkdir -p "$cg"; echo 100000 >"$cg/cpu.cfs_period_us"; echo 30000 >"$cg/cpu.cfs_quota_us"
 elif [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
   cg=/sys/fs/cgroup/cvs-certify-slow
   echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
-  mkdir -p "$cg"; echo "15000 100000" >"$cg/cpu.max"
+  mkdir -p "$cg"; echo "30000 100000" >"$cg/cpu.max"
 else
   echo "no cgroup cpu controller to slow a node with"; exit 77
 fi
@@ -164,4 +165,18 @@ links = next(t for t in c["tiers"] if t["tier"] == "links")
 assert "ns-b" not in links["nodes_in"] and len(links["nodes_in"]) == 3, links["nodes_in"]
 PY
 echo "degraded: ns-b and ns-d excluded with their evidence, ns-a and ns-c certified"
+
+# 4. A budget the preflight alone uses up (3 s): the tiers after it do not start, and say why.
+rc=0
+"$certify" "${args[@]}" --budget-minutes 0.05 --output "$out/budget" >"$out/budget.log" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] || { tail -20 "$out/budget.log"; fail "budget: exit $rc, expected 1"; }
+python3 - "$out/budget" <<'PY' || fail "budget certificate"
+import json, sys
+c = json.load(open(sys.argv[1] + "/certificate.json"))
+states = [(t["tier"], t["state"]) for t in c["tiers"]]
+assert c["verdict"] == "INCOMPLETE" and states[0] == ("preflight", "decided"), (c["verdict"], states)
+assert all(s == "not run" for _, s in states[1:]), states
+assert all("budget" in t["why_not_run"] for t in c["tiers"][1:]), [t["why_not_run"] for t in c["tiers"]]
+print("budget:", c["tiers"][1]["why_not_run"])
+PY
 echo "PASS"
