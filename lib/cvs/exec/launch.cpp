@@ -313,14 +313,23 @@ struct NodeTracker {
   unsigned long long telemetry_offset = 0;
   TelemetryParser telemetry;
   std::string kernel_failure;
+  // After a deliberate early stop: the log lines scanned when it was sent. An error line after
+  // them is the stop's doing (a peer of the stopped head reports the coordination service gone:
+  // "TF coordination error"), not the workload's.
+  long long lines_at_stop = -1;
 
+  // The first error pattern that counts (one before an early stop's lines, when there was one).
+  const ErrorMatch* counted_error() const {
+    const auto* e = scanner->result().first_error();
+    return e && (lines_at_stop < 0 || e->line_no <= lines_at_stop) ? e : nullptr;
+  }
   // A step's non-finite loss or rate, each step looked at once.
   const std::string& check_finite(const std::string& node);
   // The node's own end, when it is one: gone, stopped from outside, a non-zero exit.
   std::string death(const NodeOutcome& no, bool stop_sent) const;
   bool workload_failed(const NodeOutcome& no) const {
     const auto& sr = scanner->result();
-    return sr.first_error() || sr.abort || !nan_seen.empty() || !kernel_failure.empty() ||
+    return counted_error() || sr.abort || !nan_seen.empty() || !kernel_failure.empty() ||
            (no.state == NodeState::Exited && no.exit_code != 0);
   }
 };
@@ -598,7 +607,7 @@ std::string Launcher::RunMonitor::verdict() {
     if (!t.lost.empty()) dead.push_back(t.lost);
     if (auto d = t.death(no, stop_sent_); !d.empty()) dead.push_back(std::move(d));
     const auto& sr = t.scanner->result();
-    if (const auto* e = sr.first_error()) {
+    if (const auto* e = t.counted_error()) {
       if (!out_.first_error) {
         out_.first_error = *e;
         out_.first_error_node = no.node;
@@ -721,6 +730,7 @@ RunOutcome Launcher::RunMonitor::end_failed() {
 RunOutcome Launcher::RunMonitor::end_early() {
   spdlog::info("[{}] every gate is decisive at step {}: stopping the run early", req_.label,
                out_.nodes[0].last_step.value_or(-1));
+  for (auto& t : nodes_) t.lines_at_stop = t.scanner->result().lines;
   stop_all();
   finish_scans();
   if (const auto late = verdict(); !late.empty()) return fail(late);  // an error in the last bytes
