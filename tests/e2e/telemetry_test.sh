@@ -122,9 +122,17 @@ PY
 # 3. A stand-in nvidia-smi playing recorded outputs.
 printf '%s\n' nvidia_smi_h100_healthy.csv nvidia_smi_h100_throttle.csv nvidia_smi_h100_throttle.csv \
   nvidia_smi_h100_throttle.csv nvidia_smi_h100_ecc.csv >"$out/playlist"
-run gpu "$out/gpu.json" "PATH=$root/tests/data/telemetry/stand_in/nvidia:$PATH" "CVS_STAND_IN_PLAYLIST=$out/playlist"
+# The GPU's process list: the answer a real H200 gave with a neighbour on it, the neighbour a real
+# process here (its pid in the recorded line), which the sampler finds is not the training's.
+sleep 900 &
+neighbour=$!
+trap 'kill $neighbour 2>/dev/null || true; rmdir "$cg" 2>/dev/null || true' EXIT
+sed "s/^484,/$neighbour,/" "$root/tests/data/h200/neighbour_query_compute_apps.csv" >"$out/apps.csv"
+run gpu "$out/gpu.json" "PATH=$root/tests/data/telemetry/stand_in/nvidia:$PATH" "CVS_STAND_IN_PLAYLIST=$out/playlist" \
+  "CVS_STAND_IN_APPS=$out/apps.csv" "CVS_STAND_IN_STEPS_UNDER=/tmp/$(id -un)/cvs-maxtext/LOGS/jaxmaxtext"
+kill $neighbour 2>/dev/null || true
 [[ $rc -eq 1 ]] || { tail -30 "$out/gpu.log"; fail "stand-in: exit $rc, expected 1"; }
-python3 - "$out/gpu" <<'PY' || fail "stand-in: the recorded outputs did not reach the record, the gate, the words or the chart"
+python3 - "$out/gpu" "$neighbour" <<'PY' || fail "stand-in: the recorded outputs did not reach the record, the gate, the words or the chart"
 import json, sys
 d = sys.argv[1]
 r = json.load(open(f"{d}/results.json"))
@@ -139,6 +147,10 @@ train = next(x for x in r["stages"] if x["test"].startswith("sweep/test_training
 assert train["status"] == "FAIL" and "GPU 5 gained 2 uncorrected ECC error(s)" in train["message"], train
 tok = {e["metric"]: e for e in s["evaluations"]}.get("training.tokens_per_sec_per_gpu")
 assert tok and "GPU 3 slowed (thermal (hardware))" in tok["message"], tok
+shared = f"a GPU shared with pid {sys.argv[2]} (python3, 1002 MiB) in 100 % of samples"
+assert t["shared_gpu"] and t["shared_gpu"][0]["pid"] == int(sys.argv[2]), t["shared_gpu"]
+assert shared in tok["message"], tok["message"]
+assert shared in train["message"] and "another job is on this GPU" in train["message"], train["message"]
 page = open(f"{d}/report.html").read()
 assert 'aria-label="telemetry of localhost"' in page and "GPU clock MHz" in page, "no telemetry chart"
 print("stand-in ->", train["message"][:160], "|", tok["message"][-160:])

@@ -85,11 +85,16 @@ std::string refusal(const std::vector<cvs::Results>& r, cvs::CalibrationRule rul
 
 }  // namespace
 
-// Each branch of the slack rule, with the answer worked by hand (k = 3, min slack 15 %).
+// Each branch of the slack rule, with the answer worked by hand (k = 3, min slack 5 %, the default).
 TEST(Calibration, KnownAnswersForEachBranchOfTheSlackRule) {
   // The floor: centre 1000, spread 1.4826 x 10, h 10: noise 1 + (44.478 + 10) / 1000 = 1.054478,
-  // worst 1.05 x 1000 / 980 = 1.071429: both under 1.15.
-  EXPECT_NEAR(tok_gate({repeat(990, 10), repeat(1000, 10), repeat(1010, 10)}), 1000 / 1.15, 1e-9);
+  // worst 1.05 x 1000 / 980 = 1.071429: both under a 15 % floor.
+  cvs::CalibrationRule floor15;
+  floor15.min_slack_pct = 15;
+  EXPECT_NEAR(tok_gate({repeat(990, 10), repeat(1000, 10), repeat(1010, 10)}, floor15), 1000 / 1.15, 1e-9);
+  // Under the default 5 % floor the worst repeat decides: 1.05 x 1000 / 980.
+  EXPECT_NEAR(tok_gate({repeat(990, 10), repeat(1000, 10), repeat(1010, 10)}), 1000 / (1.05 * 1000 / 980),
+              1e-9);
   // The spread: centre 1000, spread 1.4826 x 80 = 118.608, h 20: 1 + (355.824 + 20) / 1000 = 1.375824;
   // worst 1.05 x 1000 / 900 = 1.166667.
   EXPECT_NEAR(tok_gate({repeat(920, 20), repeat(1000, 20), repeat(1080, 20)}), 1000 / 1.375824, 1e-9);

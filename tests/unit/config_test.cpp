@@ -258,7 +258,7 @@ TEST(Config, StatisticsBlockDefaultsAndRules) {
   EXPECT_DOUBLE_EQ(c.statistics.confidence, 0.95);
   EXPECT_EQ(c.statistics.on_inconclusive, cvs::OnInconclusive::Fail);
   EXPECT_EQ(c.statistics.extend_max_steps, 0);
-  EXPECT_DOUBLE_EQ(c.statistics.calibration_min_slack_pct, 15.0);
+  EXPECT_DOUBLE_EQ(c.statistics.calibration_min_slack_pct, 5.0);
   auto j = spec_example_untagged();
   j["statistics"] = {{"confidence", 0.99},
                      {"on_inconclusive", "extend"},

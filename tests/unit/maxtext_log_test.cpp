@@ -193,3 +193,31 @@ TEST(MaxtextLog, FastDecimalsAreTheCorrectlyRoundedDoubles) {
     EXPECT_EQ(r->loss, -std::strtod(v.c_str(), nullptr)) << v;
   }
 }
+
+// Step lines of other MaxText versions (and AMD CVS's own unit-test cases): fields missing or in
+// another order are still a step, and a NaN/Inf in any rate breaks it.
+TEST(MaxtextLog, AStepLineWithFieldsMissingOrReorderedIsStillAStep) {
+  auto r = cvs::parse_step_line("completed step: 1, TFLOP/s/device: NaN");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->step, 1);
+  EXPECT_FALSE(r->loss_logged);
+  EXPECT_FALSE(r->seconds);
+  ASSERT_TRUE(cvs::first_nonfinite(*r));
+  EXPECT_STREQ(cvs::first_nonfinite(*r)->field, "TFLOP/s/device");
+  r = cvs::parse_step_line("completed step: 7, loss: 2.5, Tokens/s/device: inf, seconds: 0.5");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->loss_logged);
+  EXPECT_EQ(r->loss, 2.5);
+  EXPECT_EQ(*r->seconds, 0.5);
+  EXPECT_STREQ(cvs::first_nonfinite(*r)->field, "Tokens/s/device");
+  EXPECT_FALSE(cvs::parse_step_line("completed step: 3")) << "a step number alone is no step record";
+  // Through `cvs metrics`: a log whose one step line is that NaN exits 1 naming the line.
+  const auto dir = std::filesystem::path(::testing::TempDir());
+  std::ofstream(dir / "nan_rate.log") << "I1204 17:13:34.762417 1 metric_logger.py:265] completed step: 1, "
+                                         "TFLOP/s/device: NaN\n";
+  const auto out =
+      cvs::test::run_command(std::string(CVS_BINARY) + " metrics " + (dir / "nan_rate.log").string());
+  EXPECT_EQ(out.exit_code, 1) << out.out;
+  EXPECT_NE(out.out.find("nan_rate.log:1: non-finite TFLOP/s/device"), std::string::npos) << out.out;
+  EXPECT_NE(out.out.find("\"steps\": 1"), std::string::npos) << out.out;
+}

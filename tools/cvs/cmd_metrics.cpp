@@ -140,6 +140,7 @@ int cmd_metrics(const Args& args) {
   out["metrics"] = metrics;
   out["steps"] = steps;
   out["warmup_steps_dropped"] = m.warmup_dropped;
+  out["async_dropped_steps"] = m.async_dropped_steps;
   out["steady_state"] = to_json(steady_state_record(m.steady));
   if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;
   report_nonfinite(nonfinite, metrics_file.empty() ? logs.front() : metrics_file, out);

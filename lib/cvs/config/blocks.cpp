@@ -221,6 +221,7 @@ void from_json(JsonReader& r, TelemetryGates& t) {
   r.number("max_ecc_uncorrected", t.max_ecc_uncorrected, 0.0);
   r.number("max_throttled_fraction", t.max_throttled_fraction, 0.0);
   r.number("min_cpu_share", t.min_cpu_share, 0.0);
+  r.boolean("allow_shared_gpu", t.allow_shared_gpu);
 }
 
 void from_json(JsonReader& r, Smoke& s) {

@@ -98,7 +98,7 @@ struct Statistics {
   long long min_steady_steps = 25;  // extend: the first look waits for 2 x this many steps (kMinSteadySteps)
   // cvs calibrate: the least slack between a calibrated centre and its gate (calibration.hpp).
   // GPU nodes vary a few % run to run; a shared CPU machine +-30 %.
-  double calibration_min_slack_pct = 15.0;
+  double calibration_min_slack_pct = 5.0;
 };
 void from_json(JsonReader& r, Statistics& out);
 
@@ -112,6 +112,10 @@ struct TelemetryGates {
   double max_ecc_uncorrected = 0;     // uncorrected ECC errors a GPU may gain during the run
   double max_throttled_fraction = 1;  // share of samples a GPU may spend slowed (power, thermal); 1: off
   double min_cpu_share = 0;           // CPUs the training's processes must get on average; 0: off
+  // Another process on a GPU (another job, a stale or zombie one, a co-scheduled tenant): false
+  // fails the node in test_setup and the training stage when the sampler sees one during the run;
+  // true records it (and its words) only.
+  bool allow_shared_gpu = false;
 };
 void from_json(JsonReader& r, TelemetryGates& out);
 

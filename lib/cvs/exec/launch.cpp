@@ -277,6 +277,11 @@ std::vector<std::string> Launcher::setup() {
   for (std::size_t i = 0; i < found.size(); ++i) {
     std::string path = found[i].out;
     while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
+    if (found[i].timed_out || !found[i].spawn_error.empty()) {  // the files were never checked
+      problems.push_back(cluster_.nodes[i].name + ": did not answer the train script check (" +
+                         found[i].describe() + "): the node or its runtime is not responding");
+      continue;
+    }
     if (!found[i].ok() || path.empty()) {
       std::string list;
       for (const auto& p : tp.train_script_paths) list += (list.empty() ? "" : ", ") + p;
@@ -425,6 +430,8 @@ class Launcher::RunMonitor {
   bool stop_sent_ = false;
   std::string shrank_;
   double last_progress_ = -1e9;
+  const char* phase_ = nullptr;  // what the head's log showed at the last progress line, and since when
+  double phase_since_ = 0;
 };
 
 std::string Launcher::RunMonitor::prepare() {
@@ -483,7 +490,7 @@ std::string Launcher::RunMonitor::start() {
     const auto& t = nodes_[r];
     std::vector<std::string> argv = {l_.cfg_.train_params.python, l_.train_script_, t.yaml};
     if (!t.telemetry_file.empty())
-      argv = agent::with_telemetry(t.telemetry_file, telemetry_interval_s(), argv);
+      argv = agent::with_telemetry(t.telemetry_file, telemetry_interval_s(), t.log, argv);
     auto [train, env] = l_.placement_->training(r, argv, l_.node_env(r));
     envs[r] = std::move(env);
     per_node[r] = agent::start_detached(
@@ -640,8 +647,18 @@ void Launcher::RunMonitor::report_progress(const std::string& failure) {
   const auto& head = nodes_[0].scanner->result();
   if (!head.steps.empty()) {
     p.step = head.steps.back().step;
-    p.loss = head.steps.back().loss;
+    if (head.steps.back().loss_logged) p.loss = head.steps.back().loss;
     p.tokens_per_sec = head.steps.back().tokens_per_device;
+  } else {
+    const char* phase = head.peak_memory_gb              ? "compiling"
+                        : !head.effective_config.empty() ? "initialising"
+                                                         : "starting";
+    if (phase != phase_) {
+      phase_ = phase;
+      phase_since_ = elapsed();
+    }
+    p.phase = phase_;
+    p.phase_s = elapsed() - phase_since_;
   }
   double slowest = -1;
   for (const auto& no : out_.nodes)

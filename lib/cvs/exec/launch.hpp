@@ -94,6 +94,11 @@ struct Progress {
   std::string slowest_node;
   double elapsed_s = 0;
   std::optional<double> eta_s;
+  // Before the first step: what the head's log shows the run doing ("starting": no MaxText line
+  // yet, importing JAX; "initialising": MaxText printed its config; "compiling": the parameters are
+  // on the devices, XLA compiles the step) and since when (seconds).
+  std::string phase;
+  double phase_s = 0;
 };
 using ProgressSink = std::function<void(const Progress&)>;
 

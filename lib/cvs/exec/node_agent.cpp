@@ -60,7 +60,7 @@ std::vector<std::string> stream(const std::string& log, const std::string& rc_fi
           std::to_string(telemetry_offset)};
 }
 
-std::vector<std::string> with_telemetry(const std::string& out, double interval_s,
+std::vector<std::string> with_telemetry(const std::string& out, double interval_s, const std::string& log,
                                         const std::vector<std::string>& argv) {
   std::vector<std::string> v = {"sh",
                                 "-c",
@@ -68,6 +68,7 @@ std::vector<std::string> with_telemetry(const std::string& out, double interval_
                                 "cvs-train",
                                 out,
                                 seconds(interval_s),
+                                log,
                                 with_common(scripts::telemetry)};
   v.insert(v.end(), argv.begin(), argv.end());
   return v;

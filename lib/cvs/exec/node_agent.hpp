@@ -43,7 +43,7 @@ std::vector<std::string> stream(const std::string& log, const std::string& rc_fi
 
 // argv run with the telemetry sampler beside it (telemetry.sh, every interval_s, appending to
 // `out`), exiting with argv's exit code after the sampler's last sample.
-std::vector<std::string> with_telemetry(const std::string& out, double interval_s,
+std::vector<std::string> with_telemetry(const std::string& out, double interval_s, const std::string& log,
                                         const std::vector<std::string>& argv);
 
 // TERM to the run's whole session, KILL after a grace period.

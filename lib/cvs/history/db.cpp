@@ -3,9 +3,11 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 namespace cvs::history {
 
@@ -43,11 +45,28 @@ class SqliteDb : public Db {
       db_ = nullptr;
       throw StoreError("cannot open the SQLite store " + path + ": " + why);
     }
-    sqlite3_busy_timeout(db_, 30000);     // a second writer waits for the first, up to 30 s
-    exec("PRAGMA journal_mode=WAL", {});  // readers never wait for a writer
+    sqlite3_busy_timeout(db_, 30000);  // a second writer waits for the first, up to 30 s
+    wal();
     exec("PRAGMA foreign_keys=ON", {});
   }
   ~SqliteDb() override { sqlite3_close(db_); }
+
+  // Readers never wait for a writer. Switching a new file to WAL needs its exclusive lock, and
+  // SQLite answers BUSY there without calling the busy handler (two writers opening a new store at
+  // once: "database is locked"): that one statement is retried for the busy timeout.
+  void wal() {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (true) {
+      char* err = nullptr;
+      const int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err);
+      const std::string why = err ? err : "";
+      sqlite3_free(err);
+      if (rc == SQLITE_OK) return;
+      if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() > until)
+        throw StoreError(path_ + ": " + why + " (in: PRAGMA journal_mode=WAL)");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
 
   void begin() override { exec("BEGIN IMMEDIATE", {}); }
   bool has_table(const std::string& name) override {

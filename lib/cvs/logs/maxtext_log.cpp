@@ -169,17 +169,21 @@ std::optional<LogEvent> step_line(std::string_view line) {
   if (p == std::string_view::npos) return std::nullopt;
   std::string_view s = line.substr(p);
   if (auto fast = fast_step(s)) return with_step(fast);
+  // Any order, any subset: a step line of another MaxText version is still a step. It must name
+  // its step and at least one figure (a NaN rate with no loss is a broken step, not a non-line).
   StepRecord r;
   std::string_view after = s.substr(std::strlen("completed step: "));
   auto step = take_int(after);
-  auto loss = field(s, "loss: ");
-  if (!step || !loss) return std::nullopt;
+  if (!step) return std::nullopt;
   r.step = *step;
-  r.loss = *loss;
+  const auto loss = field(s, "loss: ");
+  r.loss_logged = loss.has_value();
+  r.loss = loss.value_or(0.0);
   r.seconds = field(s, "seconds: ");
   r.tflops_per_device = field(s, "TFLOP/s/device: ");
   r.tokens_per_device = field(s, "Tokens/s/device: ");
   r.total_weights = field(s, "total_weights: ");
+  if (!loss && !r.seconds && !r.tflops_per_device && !r.tokens_per_device) return std::nullopt;
   r.rampup = contains(line, "[Rampup Batch Size Phase]");
   return with_step(r);
 }
@@ -342,7 +346,7 @@ std::optional<LogEvent> parse_maxtext_line(std::string_view line) {
 }
 
 std::optional<NonFinite> first_nonfinite(const StepRecord& r) {
-  if (!std::isfinite(r.loss)) return NonFinite{"loss", r.loss};
+  if (r.loss_logged && !std::isfinite(r.loss)) return NonFinite{"loss", r.loss};
   for (const auto& [name, v] :
        {std::pair{"TFLOP/s/device", r.tflops_per_device}, std::pair{"Tokens/s/device", r.tokens_per_device}})
     if (v && !std::isfinite(*v)) return NonFinite{name, *v};

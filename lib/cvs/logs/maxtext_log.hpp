@@ -26,6 +26,9 @@ struct StepRecord {
   std::optional<double> tokens_per_device;
   std::optional<double> total_weights;
   double loss = 0.0;  // may be NaN/inf: a failure signature, never a number that passes
+  // false for a step line of another MaxText version (or another tool) that names no loss: the
+  // step still counts (its rates, a NaN among them), its loss is not a figure
+  bool loss_logged = true;
   bool rampup = false;
   bool profiler_boundary = false;
   long long line_no = 0;  // its line in the log (or metrics_file); 0 when not read from one

@@ -250,6 +250,12 @@ std::optional<GpuSample> parse_nvidia_smi_row(std::string_view csv) {
     s.power_limit_w = num(f[14]);
     s.power_default_limit_w = num(f[15]);
   }
+  if (f.size() >= 17) {
+    auto u = f[16];
+    while (!u.empty() && u.front() == ' ') u.remove_prefix(1);
+    while (!u.empty() && (u.back() == ' ' || u.back() == '\r')) u.remove_suffix(1);
+    s.uuid = std::string(u);
+  }
   return s;
 }
 
@@ -333,6 +339,12 @@ std::optional<HostSample> read_sample(std::string_view rest) {
     if (k == "psi_mem") s.psi_mem_us = v;
     if (k == "psi_io") s.psi_io_us = v;
     if (k == "mem_kb") s.mem_available_kb = v;
+    if (k == "steps") {
+      if (f[i].substr(eq + 1) == "-")
+        s.training_log_unreadable = true;
+      else
+        s.training = v && *v > 0;
+    }
   }
   return s;
 }
@@ -383,6 +395,22 @@ void TelemetryParser::line(std::string_view l) {
     case 'K':
       if (auto k = read_kernel(rest)) kernel_.push_back(std::move(*k));
       return;
+    case 'P':
+      procs_.append(rest).append("\n");
+      return;
+    case 'Q':
+      process_block();
+      return;
+    case 'O':
+      if (!samples_.empty()) {
+        const auto f = split(rest, ' ');
+        if (f.size() == 2 && num(f[0]))
+          samples_.back().owners[static_cast<long long>(*num(f[0]))] = f[1] == "ours" ? ProcessOwner::Ours
+                                                                       : f[1] == "other"
+                                                                           ? ProcessOwner::Other
+                                                                           : ProcessOwner::Unseen;
+      }
+      return;
     case 'N':
       note(std::string(rest));
       return;
@@ -403,6 +431,29 @@ void TelemetryParser::json_block() {
   } catch (const std::exception& e) {
     note(std::string(to_string(tool_)) + " output does not parse (" + tool_version_ + "): " + e.what());
   }
+}
+
+void TelemetryParser::process_block() {
+  const std::string text = std::move(procs_);
+  procs_.clear();
+  if (samples_.empty()) return;
+  auto& sample = samples_.back();
+  GpuProcessList list;
+  if (tool_ == GpuTool::NvidiaSmi) {
+    std::map<std::string, int> uuid_index;
+    for (const auto& g : sample.gpus)
+      if (!g.uuid.empty()) uuid_index[g.uuid] = g.index;
+    if (uuid_index.empty() && sample.gpus.size() == 1) uuid_index[""] = sample.gpus[0].index;
+    list = parse_nvidia_compute_apps(text, uuid_index);
+  } else if (tool_ == GpuTool::AmdSmi) {
+    list = parse_amd_smi_process(text);
+  } else if (tool_ == GpuTool::RocmSmi) {
+    list = parse_rocm_smi_pids(text);
+  }
+  if (!list.error.empty())
+    note(std::string(to_string(tool_)) + " cannot list the GPUs' processes (" + tool_version_ +
+         "): " + list.error);
+  sample.processes = std::move(list);
 }
 
 std::vector<KernelLine> TelemetryParser::take_new_kernel_lines() {

@@ -4,11 +4,13 @@
 //   H tick=<CLK_TCK> cores=<n> tool=<nvidia-smi|amd-smi|rocm-smi|none>
 //   V <the vendor tool's version output>
 //   S <uptime s> cpu=<the training's CPU ticks, reaped children's included> psi_cpu=<us> psi_mem=<us>
-//     psi_io=<us> mem_kb=<MemAvailable>
+//     psi_io=<us> mem_kb=<MemAvailable> steps=<0|1|-: the training has logged a step>
 //     ("-" for what could not be read; the PSI figures are the "some" totals)
 //   G <nvidia-smi --query-gpu CSV row>              one per GPU, after its S
 //   J <a line of amd-smi / rocm-smi JSON>, then E   after its S
 //   K <a /dev/kmsg record: prio,seq,usec,flags;text>
+//   P <a line of the tool's compute-process list>, then Q   after its S (and G/J)
+//   O <pid> <ours|other|unseen>                      whose a listed process is
 //   N <a note: what could not be read>
 //   F                                               the sampler's last line
 // A tool output that does not parse becomes a note naming the tool and its version; nothing here
@@ -16,10 +18,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "cvs/logs/gpu_processes.hpp"
 
 namespace cvs {
 
@@ -38,12 +43,20 @@ struct GpuSample {
   // real H200 under a bf16 matmul sits at 690 of 700 W with "power cap" set, clocks ~1460 MHz:
   // tests/data/telemetry/nvidia_smi_h200_*); one whose limit was lowered is not.
   std::optional<double> power_limit_w, power_default_limit_w;
+  std::string uuid;  // nvidia-smi's GPU-... (a compute process names its GPU by it)
 };
 
 struct HostSample {
   double t = 0;  // the node's uptime, seconds
   std::optional<double> cpu_ticks, psi_cpu_us, psi_mem_us, psi_io_us, mem_available_kb;
+  // Whether the training had logged a step by this sample (samples before it are import and
+  // compile); nullopt when the sampler could not read the training's log.
+  std::optional<bool> training;
+  bool training_log_unreadable = false;  // steps=-: the sampler could not read the training's log
   std::vector<GpuSample> gpus;
+  // The compute processes the tool listed on the GPUs, and whose each one is.
+  std::optional<GpuProcessList> processes;
+  std::map<long long, ProcessOwner> owners;
 };
 
 // A kernel log signature: what it looks like and what it means.
@@ -90,9 +103,10 @@ class TelemetryParser {
  private:
   void line(std::string_view l);
   void json_block();
+  void process_block();
   void note(const std::string& n);
 
-  std::string buf_, json_;
+  std::string buf_, json_, procs_;
   GpuTool tool_ = GpuTool::None;
   std::string tool_version_;
   double tick_ = 100;

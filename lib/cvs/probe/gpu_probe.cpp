@@ -138,6 +138,7 @@ GpuProbe parse_nvidia_smi_csv(const std::string& text) {
     d.name = f[1];
     d.total_gb = std::strtod(f[2].c_str(), nullptr) * 1.048576 / 1000.0;  // MiB -> GB
     d.free_gb = std::strtod(f[3].c_str(), nullptr) * 1.048576 / 1000.0;
+    if (f.size() >= 6) d.uuid = f[5];
     if (f.size() >= 5 && !f[4].empty()) {
       std::string cc = f[4];
       cc.erase(std::remove(cc.begin(), cc.end(), '.'), cc.end());
@@ -149,31 +150,70 @@ GpuProbe parse_nvidia_smi_csv(const std::string& text) {
 }
 
 std::vector<std::string> gpu_probe_command() {
-  return {
-      "sh", "-c",
-      "if command -v amd-smi >/dev/null 2>&1; then echo CVS-AMDSMI-STATIC; amd-smi static --asic --vram "
-      "--json; "
-      "echo; echo CVS-AMDSMI-METRIC; amd-smi metric --mem-usage --json; "
-      "elif command -v rocm-smi >/dev/null 2>&1; then echo CVS-ROCMSMI; rocm-smi --showproductname "
-      "--showmeminfo vram --json; "
-      "elif command -v nvidia-smi >/dev/null 2>&1; then echo CVS-NVSMI; "
-      "nvidia-smi --query-gpu=index,name,memory.total,memory.free,compute_cap --format=csv,noheader,nounits; "
-      "else echo CVS-NONE; fi"};
+  return {"sh", "-c",
+          "if command -v amd-smi >/dev/null 2>&1; then echo CVS-AMDSMI-STATIC; amd-smi static --asic --vram "
+          "--json; "
+          "echo; echo CVS-AMDSMI-METRIC; amd-smi metric --mem-usage --json; "
+          "echo; echo CVS-AMDSMI-PROCESS; amd-smi process --json 2>&1; "
+          "elif command -v rocm-smi >/dev/null 2>&1; then echo CVS-ROCMSMI; rocm-smi --showproductname "
+          "--showmeminfo vram --json; echo; echo CVS-ROCMSMI-PIDS; rocm-smi --showpids --json 2>&1; "
+          "elif command -v nvidia-smi >/dev/null 2>&1; then echo CVS-NVSMI; "
+          "nvidia-smi --query-gpu=index,name,memory.total,memory.free,compute_cap,uuid "
+          "--format=csv,noheader,nounits; "
+          "echo CVS-NVSMI-APPS; nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory "
+          "--format=csv,nounits "
+          "2>&1; "
+          "else echo CVS-NONE; fi"};
 }
 
+namespace {
+
+// The section of the probe's output after a marker line, up to the next marker ("CVS-...").
+std::string section(const std::string& out, const std::string& marker) {
+  const auto p = out.find(marker + "\n");
+  if (p == std::string::npos) return {};
+  const auto from = p + marker.size() + 1;
+  const auto next = out.find("\nCVS-", from);
+  return out.substr(from, next == std::string::npos ? std::string::npos : next + 1 - from);
+}
+
+bool has(const std::string& out, const char* marker) {
+  return out.find(std::string(marker) + "\n") != std::string::npos;
+}
+
+// The compute processes the tool listed (its section present: it was asked).
+void take_processes(GpuProbe& p, GpuProcessList list) {
+  p.processes_listed = list.error.empty();
+  p.processes = std::move(list.processes);
+  p.processes_error = std::move(list.error);
+}
+
+}  // namespace
+
 GpuProbe parse_probe_output(const std::string& out) {
-  auto after = [&](const std::string& marker) -> std::string {
-    auto p = out.find(marker + "\n");
-    return p == std::string::npos ? std::string() : out.substr(p + marker.size() + 1);
-  };
-  if (out.find("CVS-AMDSMI-STATIC\n") != std::string::npos) {
-    std::string st = after("CVS-AMDSMI-STATIC");
-    std::string me = after("CVS-AMDSMI-METRIC");
-    if (auto cut = st.find("CVS-AMDSMI-METRIC"); cut != std::string::npos) st = st.substr(0, cut);
-    return parse_amd_smi_json(st, me);
+  if (has(out, "CVS-AMDSMI-STATIC")) {
+    auto p = parse_amd_smi_json(section(out, "CVS-AMDSMI-STATIC"), section(out, "CVS-AMDSMI-METRIC"));
+    if (has(out, "CVS-AMDSMI-PROCESS"))
+      take_processes(p, parse_amd_smi_process(section(out, "CVS-AMDSMI-PROCESS")));
+    return p;
   }
-  if (out.find("CVS-ROCMSMI\n") != std::string::npos) return parse_rocm_smi_json(after("CVS-ROCMSMI"));
-  if (out.find("CVS-NVSMI\n") != std::string::npos) return parse_nvidia_smi_csv(after("CVS-NVSMI"));
+  if (has(out, "CVS-ROCMSMI")) {
+    auto p = parse_rocm_smi_json(section(out, "CVS-ROCMSMI"));
+    if (has(out, "CVS-ROCMSMI-PIDS"))
+      take_processes(p, parse_rocm_smi_pids(section(out, "CVS-ROCMSMI-PIDS")));
+    return p;
+  }
+  if (has(out, "CVS-NVSMI")) {
+    auto p = parse_nvidia_smi_csv(section(out, "CVS-NVSMI"));
+    if (has(out, "CVS-NVSMI-APPS")) {
+      std::map<std::string, int> uuid_index;
+      for (const auto& d : p.devices)
+        if (!d.uuid.empty()) uuid_index[d.uuid] = d.index;
+      if (uuid_index.empty() && p.devices.size() == 1) uuid_index[""] = p.devices[0].index;  // the one GPU
+      take_processes(p, parse_nvidia_compute_apps(section(out, "CVS-NVSMI-APPS"), uuid_index));
+    }
+    return p;
+  }
   GpuProbe none;
   none.source = "none";
   none.error = "none of amd-smi, rocm-smi, nvidia-smi is installed in the runtime";
@@ -193,6 +233,17 @@ nlohmann::ordered_json to_json(const GpuProbe& p) {
     devs.push_back(dj);
   }
   j["devices"] = devs;
+  if (p.processes_listed) {
+    J procs = J::array();
+    for (const auto& x : p.processes) {
+      J pj = {{"gpu", x.gpu}, {"pid", x.pid}, {"name", x.name}};
+      pj["memory_mib"] = x.memory_mib ? J(*x.memory_mib) : J(nullptr);
+      procs.push_back(pj);
+    }
+    j["processes"] = procs;
+  } else if (!p.processes_error.empty()) {
+    j["processes_error"] = p.processes_error;
+  }
   if (p.sanity_kernel_ok) {
     j["sanity_kernel_ok"] = *p.sanity_kernel_ok;
     j["sanity_detail"] = p.sanity_detail;
@@ -214,13 +265,26 @@ GpuProbe probe_from_json(const nlohmann::ordered_json& j) {
     if (d.contains("free_gb") && d["free_gb"].is_number()) g.free_gb = d["free_gb"].get<double>();
     p.devices.push_back(g);
   }
+  if (j.contains("processes") && j["processes"].is_array()) {
+    p.processes_listed = true;
+    for (const auto& x : j["processes"]) {
+      GpuProcess g;
+      g.gpu = x.value("gpu", -1);
+      g.pid = x.value("pid", 0LL);
+      g.name = x.value("name", std::string());
+      if (x.contains("memory_mib") && x["memory_mib"].is_number())
+        g.memory_mib = x["memory_mib"].get<double>();
+      p.processes.push_back(g);
+    }
+  }
+  p.processes_error = j.value("processes_error", std::string());
   if (j.contains("sanity_kernel_ok")) p.sanity_kernel_ok = j["sanity_kernel_ok"].get<bool>();
   p.sanity_detail = j.value("sanity_detail", std::string());
   return p;
 }
 
 std::vector<std::string> check_probe(const GpuProbe& p, const std::string& gpu_name, int gpus_per_node,
-                                     double min_free_fraction) {
+                                     bool allow_shared_gpu, double min_free_fraction) {
   std::vector<std::string> bad;
   if (p.no_gpu()) {
     bad.push_back("no GPU found (" + p.source + (p.error.empty() ? "" : ": " + p.error) +
@@ -245,6 +309,10 @@ std::vector<std::string> check_probe(const GpuProbe& p, const std::string& gpu_n
                     *d.free_gb, *d.total_gb, min_free_fraction * 100);
       bad.push_back(b);
     }
+  // Before the training nothing of this session's runs on a GPU: every compute process listed is
+  // another job's, whatever memory it holds (a matmul loop in 1 GB halved a real H200's training).
+  if (!allow_shared_gpu)
+    for (const auto& x : p.processes) bad.push_back(describe(x) + " is on it: " + kSharedGpuFix);
   if (p.sanity_kernel_ok && !*p.sanity_kernel_ok)
     bad.push_back("the on-device sanity kernel failed: " + p.sanity_detail);
   return bad;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cvs/catalog/gpu_catalog.hpp"
+#include "cvs/logs/gpu_processes.hpp"
 
 namespace cvs {
 
@@ -18,6 +19,7 @@ struct GpuDevice {
   std::string arch;  // gfx942 / gfx950 / sm_90 ...
   std::optional<double> total_gb;
   std::optional<double> free_gb;
+  std::string uuid;  // nvidia-smi's GPU-..., which names a compute process's GPU
 };
 
 struct GpuProbe {
@@ -26,6 +28,11 @@ struct GpuProbe {
   std::optional<bool> sanity_kernel_ok;  // hip only: a short kernel ran and its result was right
   std::string sanity_detail;
   std::string error;  // why nothing could be read (tools missing, runtime failed)
+  // The compute processes on the GPUs (nvidia-smi --query-compute-apps, amd-smi process,
+  // rocm-smi --showpids); processes_listed false when the tool could not list them (and why).
+  std::vector<GpuProcess> processes;
+  bool processes_listed = false;
+  std::string processes_error;
   bool no_gpu() const { return devices.empty(); }
 };
 
@@ -44,9 +51,10 @@ GpuProbe probe_from_json(const nlohmann::ordered_json& j);
 // expected_arch (the architecture a gpu_name demands) is the GPU catalog's.
 
 // Problems of one node's probe against the config, each a sentence (the caller adds the node):
-// device count != gpus_per_node, an architecture the gpu_name does not run on, or free memory
-// below min_free_fraction of total (another job holds the GPU).
+// device count != gpus_per_node, an architecture the gpu_name does not run on, free memory below
+// min_free_fraction of total, or (unless allow_shared_gpu) a compute process on a GPU: another job
+// holds the GPU.
 std::vector<std::string> check_probe(const GpuProbe& p, const std::string& gpu_name, int gpus_per_node,
-                                     double min_free_fraction = 0.8);
+                                     bool allow_shared_gpu = false, double min_free_fraction = 0.8);
 
 }  // namespace cvs

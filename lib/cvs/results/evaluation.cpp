@@ -167,7 +167,7 @@ void decide_on_point(Evaluation& e, const RunMetrics& run, bool enforce) {
 }  // namespace
 
 Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
-                           const std::vector<ThresholdSpec>* cell, bool enforce) {
+                           const std::vector<ThresholdSpec>* cell, bool enforce, bool calibrated) {
   Evaluation e;
   e.metric = metric;
   e.actual = run.get(metric);
@@ -182,7 +182,7 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
   const double a = *e.actual;
   if (is_speed_metric(metric) && (!e.spec || e.spec->kind == ThresholdKind::Info)) {
     e.outcome = Outcome::Record;
-    e.message = fig(metric, a) + " (" + kUncalibrated + ")";
+    e.message = fig(metric, a) + " (" + (calibrated ? kNotGatedByCalibration : kUncalibrated) + ")";
     return e;
   }
   if (!e.spec) {

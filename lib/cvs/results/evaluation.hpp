@@ -32,6 +32,10 @@ struct Evaluation {
 // the machine under test can gate them (see cvs calibrate).
 bool is_speed_metric(const std::string& metric);
 inline constexpr const char* kUncalibrated = "uncalibrated on this machine: run `cvs calibrate`";
+// A speed metric a calibration file does not gate (p50/p95, tokens/s total): recorded beside the
+// gated ones, never said to be uncalibrated when the session is gated by a calibration.
+inline constexpr const char* kNotGatedByCalibration =
+    "recorded, not gated by this calibration (it gates tokens/s and TFLOP/s per GPU and the mean step time)";
 
 // Evaluates one metric of a run against its cell (nullptr when the sweep key has no cell).
 // PASS/FAIL only when enforce is true and the spec's kind is not info; RECORD otherwise;
@@ -40,7 +44,7 @@ inline constexpr const char* kUncalibrated = "uncalibrated on this machine: run 
 // the whole interval clears the threshold, FAIL when it lies wholly on the wrong side,
 // INCONCLUSIVE when it straddles it or the run has no steady state.
 Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
-                           const std::vector<ThresholdSpec>* cell, bool enforce);
+                           const std::vector<ThresholdSpec>* cell, bool enforce, bool calibrated = false);
 
 // The loss_curve block's gate on loss_curve_slope, used when the cell does not name the metric:
 // the slope over the sampled points must be < max_slope. Enforced only when loss_curve.enforce

@@ -1,5 +1,6 @@
 #include "cvs/results/metrics.hpp"
 
+#include "cvs/base/format.hpp"
 #include "cvs/catalog/metric_catalog.hpp"
 
 #include <algorithm>
@@ -138,11 +139,15 @@ void StepSeries::add_eval(const EvalRecord& e) {
 void StepSeries::add(const StepRecord& r) {
   if (records_ > 0 && r.step <= last_.step && !order_problem_) order_problem_ = {last_.step, r.step};
   if (records_ == 0) first_ = r;
-  if (!std::isfinite(r.loss) && !nonfinite_) {
-    nonfinite_ = true;
-    first_nonfinite_ = r.step;
+  if (r.loss_logged) {
+    if (!first_loss_) first_loss_ = r.loss;
+    last_loss_ = r.loss;
+    if (!std::isfinite(r.loss) && !nonfinite_) {
+      nonfinite_ = true;
+      first_nonfinite_ = r.step;
+    }
+    if (keep_curves_) loss_curve_.push_back({r.step, r.loss});
   }
-  if (keep_curves_) loss_curve_.push_back({r.step, r.loss});
   add_speed(r);
   add_loss_curve(r);
   add_convergence(r);
@@ -154,18 +159,70 @@ void StepSeries::add_speed(const StepRecord& r) {
   // Steady state: drop the warm-up records by position; rampup and profiler boundary steps carry
   // no throughput.
   const bool speed = records_ >= kWarmupSteps && !r.rampup && !r.profiler_boundary && r.seconds;
+  const std::size_t i = timed_.size();
   if (is_timed(r)) {
-    const std::size_t i = timed_.size();
-    if (!speed) {
-      if (!not_speed_.empty() && not_speed_.back().second == i)
-        ++not_speed_.back().second;
-      else
-        not_speed_.emplace_back(i, i + 1);
-    }
+    if (!speed) exclude_timed(i);
     timed_.add(r);
   }
   if (!speed) return;
-  const double s = *r.seconds;
+  const SpeedRecord rec{r.step, *r.seconds, r.tflops_per_device, r.tokens_per_device,
+                        is_timed(r) ? i : kNoIndex};
+  if (async_judged_) return commit_speed(rec);
+  held_.push_back(rec);
+  if (held_.size() >= kAsyncCandidates + kAsyncReference) judge_async();
+}
+
+// MaxText dispatches steps asynchronously: on a GPU the step after the first timed one can log the
+// dispatch, not the work (a real H200: step 1 1.861 s, step 2 0.019 s, then 1.50-1.55 s). Of the
+// first kAsyncCandidates speed records, each one in a row from the first that lies outside
+// [0.5x, 2x] the median of the kAsyncReference records after them is not a step's time: it is
+// left out of the point figures (and said). With fewer records than that, the median of those
+// there (at least 3 after the candidate), else nothing is dropped.
+void StepSeries::judge_async() {
+  async_judged_ = true;
+  std::size_t drop = 0;
+  for (; drop < std::min(kAsyncCandidates, held_.size()); ++drop) {
+    std::vector<double> after;
+    for (std::size_t k = drop + 1; k < held_.size() && after.size() < kAsyncReference; ++k)
+      after.push_back(held_[k].seconds);
+    if (after.size() < 3) break;
+    const double median = percentile_in_place(after, 50);
+    const double s = held_[drop].seconds;
+    if (!(median > 0) || (s >= 0.5 * median && s <= 2.0 * median)) break;
+    async_dropped_.push_back(held_[drop].step);
+    async_notes_.push_back("step " + std::to_string(held_[drop].step) + " (" + short_number(s) + " s" +
+                           ") left out of the point figures: outside 0.5-2x the median " +
+                           short_number(median) + " s" +
+                           " of the steps after it (MaxText's asynchronous dispatch)");
+    if (held_[drop].timed != kNoIndex) exclude_timed(held_[drop].timed);
+  }
+  for (std::size_t k = drop; k < held_.size(); ++k) commit_speed(held_[k]);
+  held_.clear();
+}
+
+// The timed record at index i is not a speed record (the percentiles leave it out): the ranges
+// stay sorted and merged.
+void StepSeries::exclude_timed(std::size_t i) {
+  auto it = std::upper_bound(not_speed_.begin(), not_speed_.end(), std::pair{i, i},
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (it != not_speed_.begin() && std::prev(it)->second >= i) {
+    auto prev = std::prev(it);
+    prev->second = std::max(prev->second, i + 1);
+    if (it != not_speed_.end() && it->first <= prev->second) {
+      prev->second = std::max(prev->second, it->second);
+      not_speed_.erase(it);
+    }
+    return;
+  }
+  if (it != not_speed_.end() && it->first == i + 1) {
+    it->first = i;
+    return;
+  }
+  not_speed_.insert(it, {i, i + 1});
+}
+
+void StepSeries::commit_speed(const SpeedRecord& r) {
+  const double s = r.seconds;
   if (speed_n_ == 0) speed_first_step_ = r.step;
   speed_last_step_ = r.step;
   ++speed_n_;
@@ -173,8 +230,7 @@ void StepSeries::add_speed(const StepRecord& r) {
   last_secs_.push(s);
   if (keep_curves_) speed_times_.push_back(s);
   if (!std::isfinite(s)) ++speed_nonfinite_;
-  for (auto [rate, acc] :
-       {std::pair{r.tflops_per_device, &tflops_}, std::pair{r.tokens_per_device, &tokens_}}) {
+  for (auto [rate, acc] : {std::pair{r.tflops, &tflops_}, std::pair{r.tokens, &tokens_}}) {
     if (!rate) continue;
     acc->work += *rate * s;
     acc->time += s;
@@ -191,7 +247,7 @@ void StepSeries::add_loss_curve(const StepRecord& r) {
   const bool sampled =
       records_ == 0 || (lc.sample_every > 0 && r.step % lc.sample_every == 0) ||
       std::find(lc.milestone_steps.begin(), lc.milestone_steps.end(), r.step) != lc.milestone_steps.end();
-  last_sampled_ = sampled && std::isfinite(r.loss);
+  last_sampled_ = sampled && r.loss_logged && std::isfinite(r.loss);
   if (!last_sampled_) return;
   sampled_loss_.push_back(r.loss);
   if (!sampled_steps_.empty()) {
@@ -209,7 +265,8 @@ void StepSeries::add_convergence(const StepRecord& r) {
   const double s = r.seconds.value_or(0.0);
   cum_seconds_ += s;
   const auto& cv = ctx_.convergence;
-  if (cv.target_value > 0 && !train_hit_ && r.loss <= cv.target_value) train_hit_ = {r.step, cum_seconds_};
+  if (cv.target_value > 0 && !train_hit_ && r.loss_logged && r.loss <= cv.target_value)
+    train_hit_ = {r.step, cum_seconds_};
   if (eval_open_) {
     if (r.step > *eval_hit_)
       eval_open_ = false;
@@ -222,7 +279,10 @@ void StepSeries::add_convergence(const StepRecord& r) {
 
 void StepSeries::speed_metrics(RunMetrics& m) {
   auto set = [&](Metric k, double v) { m.values.set(k, v); };
-  m.warmup_dropped = std::min(kWarmupSteps, records_);
+  if (!async_judged_) judge_async();
+  m.warmup_dropped = std::min(kWarmupSteps, records_) + async_dropped_.size();
+  m.async_dropped_steps = async_dropped_;
+  for (auto& n : async_notes_) m.notes.push_back(std::move(n));
   m.step_times_s = std::move(speed_times_);
   if (speed_n_ == 0) {
     m.notes.push_back("no steady-state steps after dropping " + std::to_string(kWarmupSteps) +
@@ -279,7 +339,8 @@ void StepSeries::speed_metrics(RunMetrics& m) {
 }
 
 void StepSeries::loss_curve_metrics(RunMetrics& m) {
-  if (!last_sampled_ && std::isfinite(last_.loss)) {  // the last step is always on the curve
+  if (!last_sampled_ && last_.loss_logged &&
+      std::isfinite(last_.loss)) {  // the last step is always on the curve
     last_sampled_ = true;
     sampled_loss_.push_back(last_.loss);
     sampled_steps_.push_back({sampled_loss_.size() - 1, last_.step, 0, 1});
@@ -325,11 +386,15 @@ RunMetrics StepSeries::finish() {
     m.notes.push_back("no 'completed step' lines in the log");
     return m;
   }
-  m.values.set(Metric::InitialLoss, first_.loss);
-  m.values.set(Metric::FinalLoss, last_.loss);
-  // NaN compares false: a run with a non-finite loss never reports a decrease.
-  m.values.set(Metric::LossDecreased,
-               (std::isfinite(last_.loss) && last_.loss < first_.loss && !nonfinite_) ? 1.0 : 0.0);
+  if (first_loss_) {  // step lines that name no loss leave the loss figures unset
+    m.values.set(Metric::InitialLoss, *first_loss_);
+    m.values.set(Metric::FinalLoss, *last_loss_);
+    // NaN compares false: a run with a non-finite loss never reports a decrease.
+    m.values.set(Metric::LossDecreased,
+                 (std::isfinite(*last_loss_) && *last_loss_ < *first_loss_ && !nonfinite_) ? 1.0 : 0.0);
+  } else {
+    m.notes.push_back("no step line names a loss: the loss figures are absent");
+  }
   m.nonfinite_loss = nonfinite_;
   if (nonfinite_) m.first_nonfinite_step = first_nonfinite_;
   m.loss_curve = std::move(loss_curve_);

@@ -65,7 +65,8 @@ struct RunMetrics {
   std::vector<double> step_times_s;      // the speed records' step times (with keep_curves)
   bool nonfinite_loss = false;           // a NaN/inf loss was seen
   std::optional<long long> first_nonfinite_step;
-  std::size_t warmup_dropped = 0;
+  std::size_t warmup_dropped = 0;              // the warm-up records and the asynchronous ones below
+  std::vector<long long> async_dropped_steps;  // records left out of the point figures as not a step's time
   std::optional<std::pair<long long, long long>> point_steps;  // the steps the point speed figures cover
   SteadyState steady;              // MSER-5 steady state and the speed metrics' intervals (step_stats.hpp)
   std::vector<std::string> notes;  // why a metric is absent, e.g. "target not reached"
@@ -114,6 +115,18 @@ class StepSeries {
   void add_speed(const StepRecord& r);
   void add_loss_curve(const StepRecord& r);
   void add_convergence(const StepRecord& r);
+  // A speed record as the point figures take it (the step's timed index, or kNoIndex).
+  static constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
+  struct SpeedRecord {
+    long long step = 0;
+    double seconds = 0;
+    std::optional<double> tflops, tokens;
+    std::size_t timed = kNoIndex;
+  };
+  static constexpr std::size_t kAsyncCandidates = 2, kAsyncReference = 5;
+  void judge_async();
+  void exclude_timed(std::size_t i);
+  void commit_speed(const SpeedRecord& r);
   void speed_metrics(RunMetrics& m);
   void loss_curve_metrics(RunMetrics& m);
   void convergence_metrics(RunMetrics& m);
@@ -123,6 +136,7 @@ class StepSeries {
   std::size_t records_ = 0;
   std::optional<std::pair<long long, long long>> order_problem_;  // (previous, current) step
   StepRecord first_, last_;
+  std::optional<double> first_loss_, last_loss_;  // of the steps whose line names a loss
   bool nonfinite_ = false;
   long long first_nonfinite_ = 0;
   std::vector<LossPoint> loss_curve_;
@@ -138,6 +152,12 @@ class StepSeries {
   double speed_secs_ = 0;
   Tail<double, 10> last_secs_;
   Rate tflops_, tokens_;
+  // The first speed records, held until the ones after them say whether they are steps
+  // (judge_async); then every record is committed as it comes.
+  std::vector<SpeedRecord> held_;
+  bool async_judged_ = false;
+  std::vector<long long> async_dropped_;
+  std::vector<std::string> async_notes_;
   // Timed records the speed percentiles leave out (warm-up, rampup), as index ranges.
   std::vector<std::pair<std::size_t, std::size_t>> not_speed_;
   TimedSeries timed_;

@@ -190,6 +190,7 @@ J sweep_json(const SweepRecord& s) {
   sj["metrics_error"] = s.metrics_error;
   if (s.metrics_source) sj["metrics_source"] = *s.metrics_source;
   if (s.warmup_steps_dropped) sj["warmup_steps_dropped"] = *s.warmup_steps_dropped;
+  if (!s.async_dropped_steps.empty()) sj["async_dropped_steps"] = s.async_dropped_steps;
   if (s.steady_state) sj["steady_state"] = to_json(*s.steady_state);
   if (s.first_nonfinite_step) sj["first_nonfinite_step"] = *s.first_nonfinite_step;
   J metrics = J::object();
@@ -407,6 +408,12 @@ void read_sweep_run(const In& in, SweepRecord& s) {
   s.metrics_error = in.str("metrics_error");
   s.metrics_source = in.opt_str("metrics_source");
   if (in.has("warmup_steps_dropped")) s.warmup_steps_dropped = in.integer<long long>("warmup_steps_dropped");
+  const J& async = in.array("async_dropped_steps");
+  for (std::size_t i = 0; i < async.size(); ++i) {
+    if (!async[i].is_number_integer())
+      in.fail(pointer_join(in.at_ptr("async_dropped_steps"), i), "is not a step");
+    s.async_dropped_steps.push_back(async[i].get<long long>());
+  }
   if (in.has("steady_state")) s.steady_state = read_steady(in.object("steady_state"));
   if (in.has("first_nonfinite_step")) s.first_nonfinite_step = in.integer<long long>("first_nonfinite_step");
 }

@@ -134,6 +134,7 @@ struct SweepRecord {
   std::string metrics_error;
   std::optional<std::string> metrics_source;
   std::optional<long long> warmup_steps_dropped;
+  std::vector<long long> async_dropped_steps;  // left out of the point figures (MaxText's asynchronous step)
   std::optional<SteadyStateRecord> steady_state;
   std::optional<long long> first_nonfinite_step;
   std::vector<std::pair<std::string, double>> metrics;  // name without "training.", in catalog order

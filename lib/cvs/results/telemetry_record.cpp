@@ -10,6 +10,9 @@
 namespace cvs {
 namespace {
 
+// A sample at or above this utilisation is under load.
+constexpr double kBusyUtilPct = 50;
+
 std::optional<Spread> spread_of(std::vector<double> v) {
   if (v.empty()) return std::nullopt;
   Spread s;
@@ -35,7 +38,32 @@ void gpu_figure(GpuTelemetry& g, const char* name, const std::vector<double>& v)
   if (auto s = spread_of(v)) g.figures[name] = *s;
 }
 
-GpuTelemetry summarize_gpu(int index, const std::vector<const GpuSample*>& s) {
+// The link and the error counters over every sample of the run (an ECC error during the compile
+// counts as much as one during the steps).
+void link_and_errors(GpuTelemetry& g, const std::vector<const GpuSample*>& all) {
+  for (const auto* x : all) {
+    if (x->pcie_width) g.pcie_width_min = std::min(g.pcie_width_min.value_or(1e9), *x->pcie_width);
+    if (x->pcie_width_max) g.pcie_width_max = std::max(g.pcie_width_max.value_or(0.0), *x->pcie_width_max);
+    if (x->pcie_gen) g.pcie_gen_min = std::min(g.pcie_gen_min.value_or(1e9), *x->pcie_gen);
+    if (x->pcie_gen_max) g.pcie_gen_max = std::max(g.pcie_gen_max.value_or(0.0), *x->pcie_gen_max);
+  }
+  auto delta = [&](auto member) -> std::optional<double> {
+    std::optional<double> first, last;
+    for (const auto* x : all)
+      if (const auto v = (*x).*member) {
+        if (!first) first = v;
+        last = v;
+      }
+    if (!first) return std::nullopt;
+    return *last - *first;
+  };
+  g.ecc_corrected_delta = delta(&GpuSample::ecc_corrected);
+  g.ecc_uncorrected_delta = delta(&GpuSample::ecc_uncorrected);
+}
+
+// One GPU: its figures over the training's samples `s`, its link and error counters over `all`.
+GpuTelemetry summarize_gpu(int index, const std::vector<const GpuSample*>& s,
+                           const std::vector<const GpuSample*>& all) {
   GpuTelemetry g;
   g.index = index;
   g.samples = s.size();
@@ -54,6 +82,8 @@ GpuTelemetry summarize_gpu(int index, const std::vector<const GpuSample*>& s) {
       add("sm_clock_mhz", x->sm_clock_mhz);
       add("mem_clock_mhz", x->mem_clock_mhz);
     }
+    // Under load (the clock a GPU holds at its power cap): what "clocked down" is judged on.
+    if (x->util_pct && *x->util_pct >= kBusyUtilPct) add("sm_clock_busy_mhz", x->sm_clock_mhz);
     add("temp_c", x->temp_c);
     add("temp_hotspot_c", x->temp_hotspot_c);
     add("temp_mem_c", x->temp_mem_c);
@@ -75,28 +105,13 @@ GpuTelemetry summarize_gpu(int index, const std::vector<const GpuSample*>& s) {
       slowed = true;
     }
     throttled += slowed;
-    if (x->pcie_width) g.pcie_width_min = std::min(g.pcie_width_min.value_or(1e9), *x->pcie_width);
-    if (x->pcie_width_max) g.pcie_width_max = std::max(g.pcie_width_max.value_or(0.0), *x->pcie_width_max);
-    if (x->pcie_gen) g.pcie_gen_min = std::min(g.pcie_gen_min.value_or(1e9), *x->pcie_gen);
-    if (x->pcie_gen_max) g.pcie_gen_max = std::max(g.pcie_gen_max.value_or(0.0), *x->pcie_gen_max);
   }
   for (const auto& [k, v] : f) gpu_figure(g, k.c_str(), v);
   const double n = std::max<double>(1.0, static_cast<double>(s.size()));
   g.throttled_fraction = static_cast<double>(throttled) / n;
   g.power_capped_fraction = static_cast<double>(capped) / n;
   for (const auto& [r, c] : reasons) g.throttle_reasons[r] = static_cast<double>(c) / n;
-  auto delta = [&](auto member) -> std::optional<double> {
-    std::optional<double> first, last;
-    for (const auto* x : s)
-      if (const auto v = (*x).*member) {
-        if (!first) first = v;
-        last = v;
-      }
-    if (!first) return std::nullopt;
-    return *last - *first;
-  };
-  g.ecc_corrected_delta = delta(&GpuSample::ecc_corrected);
-  g.ecc_uncorrected_delta = delta(&GpuSample::ecc_uncorrected);
+  link_and_errors(g, all);
   return g;
 }
 
@@ -106,14 +121,97 @@ std::string pct(double f) {
 
 }  // namespace
 
+namespace {
+
+// Where the training itself starts among the samples: the first that saw a step logged (the ones
+// before are import and compile: on a real H200 most of a short run's samples, at idle power and
+// clocks). 0 when the sampler could not tell, or no step was logged at all.
+std::size_t training_start(const std::vector<HostSample>& all, NodeTelemetry& t) {
+  const auto first =
+      std::find_if(all.begin(), all.end(), [](const HostSample& h) { return h.training.value_or(false); });
+  if (!all.empty() && all.front().training_log_unreadable)
+    t.notes.push_back(
+        "the training's log is not readable where the sampler runs: the figures cover every sample");
+  if (first == all.end()) return 0;
+  t.samples_before_training = static_cast<std::size_t>(first - all.begin());
+  if (t.samples_before_training > 0)
+    t.notes.push_back(
+        fmt::format("{} of {} samples came before the training's first step (import, compile): "
+                    "left out of the figures",
+                    t.samples_before_training, all.size()));
+  return t.samples_before_training;
+}
+
+// The processes on the GPUs that are not the training's, over the training's samples. A pid this
+// namespace does not have is another namespace's: foreign when the training's own processes are
+// seen in the lists (the namespaces agree), else whose it is cannot be told (said once).
+void shared_gpus(const std::vector<HostSample>& s, NodeTelemetry& t) {
+  std::size_t listed = 0;
+  bool ours_seen = false;
+  std::map<std::pair<int, long long>, std::pair<SharedGpu, std::size_t>> seen;
+  std::vector<long long> unseen;
+  for (const auto& h : s) {
+    if (!h.processes || !h.processes->error.empty()) continue;
+    ++listed;
+    for (const auto& x : h.processes->processes) {
+      const auto o = h.owners.find(x.pid);
+      const auto owner = o == h.owners.end() ? ProcessOwner::Unseen : o->second;
+      if (owner == ProcessOwner::Ours) {
+        ours_seen = true;
+        continue;
+      }
+      auto& [rec, n] = seen[{x.gpu, x.pid}];
+      if (n == 0) rec.process = x;
+      if (x.memory_mib)
+        rec.process.memory_mib = std::max(rec.process.memory_mib.value_or(0.0), *x.memory_mib);
+      rec.unseen = owner == ProcessOwner::Unseen;
+      ++n;
+    }
+  }
+  for (auto& [key, v] : seen) {
+    auto& [rec, n] = v;
+    if (rec.unseen && !ours_seen) {
+      unseen.push_back(rec.process.pid);
+      continue;
+    }
+    rec.fraction = static_cast<double>(n) / static_cast<double>(std::max<std::size_t>(1, listed));
+    t.shared_gpu.push_back(rec);
+  }
+  if (!unseen.empty()) {
+    std::string pids;
+    for (auto p : unseen) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+    t.notes.push_back("the GPUs' process list names pids this namespace does not have (" + pids +
+                      ") and none of the training's: whose they are cannot be told here (a container's PID "
+                      "namespace); run the sampler on the host to name them");
+  }
+}
+
+}  // namespace
+
+std::string SharedGpu::words() const {
+  std::string detail = process.name;
+  if (process.memory_mib)
+    detail += fmt::format("{}{:.0f} MiB", detail.empty() ? "" : ", ", *process.memory_mib);
+  return fmt::format("{} shared with pid {}{} in {} of samples",
+                     process.gpu >= 0 ? fmt::format("GPU {}", process.gpu) : std::string("a GPU"),
+                     process.pid, detail.empty() ? "" : " (" + detail + ")", pct(fraction));
+}
+
 NodeTelemetry summarize_telemetry(const std::string& node, const TelemetryParser& p) {
   NodeTelemetry t;
   t.node = node;
   t.tool = to_string(p.tool());
   t.tool_version = p.tool_version();
   t.cores = p.cores();
-  const auto& s = p.samples();
-  t.samples = s.size();
+  t.notes = p.notes();
+  const auto& all = p.samples();
+  t.samples = all.size();
+  const std::size_t start = training_start(all, t);
+  // The GPUs' samples are the training's; the host's rates take the interval leading into its first
+  // step too (a rate needs two samples, and a short run may have few).
+  const std::vector<HostSample> gs(all.begin() + static_cast<long>(start), all.end());
+  const std::vector<HostSample> s(all.begin() + static_cast<long>(start > 0 ? start - 1 : 0), all.end());
+  shared_gpus(gs, t);
   if (s.size() >= 2) t.seconds = s.back().t - s.front().t;
   const double tick = p.tick_hz() > 0 ? p.tick_hz() : 100;
   const auto share = rates(
@@ -133,18 +231,21 @@ NodeTelemetry summarize_telemetry(const std::string& node, const TelemetryParser
     if (h.mem_available_kb)
       t.mem_available_min_gb =
           std::min(t.mem_available_min_gb.value_or(1e18), *h.mem_available_kb / 1048576.0);
-  std::map<int, std::vector<const GpuSample*>> by_gpu;
-  for (const auto& h : s)
+  std::map<int, std::vector<const GpuSample*>> by_gpu, all_by_gpu;
+  for (const auto& h : gs)
     for (const auto& g : h.gpus) by_gpu[g.index].push_back(&g);
-  for (const auto& [i, v] : by_gpu) t.gpus.push_back(summarize_gpu(i, v));
+  for (const auto& h : all)
+    for (const auto& g : h.gpus) all_by_gpu[g.index].push_back(&g);
+  for (const auto& [i, v] : all_by_gpu) t.gpus.push_back(summarize_gpu(i, by_gpu[i], v));
   for (const auto& k : p.kernel())
     t.kernel.push_back({k.t, k.text, std::string(k.pattern->name), k.meaning(), k.pattern->fails});
-  t.notes = p.notes();
   return t;
 }
 
 std::vector<std::string> telemetry_violations(const NodeTelemetry& t, const TelemetryGates& gates) {
   std::vector<std::string> v;
+  if (!gates.allow_shared_gpu)
+    for (const auto& x : t.shared_gpu) v.push_back(t.node + ": " + x.words() + ": " + kSharedGpuFix);
   for (const auto& g : t.gpus) {
     if (g.ecc_uncorrected_delta && *g.ecc_uncorrected_delta > gates.max_ecc_uncorrected)
       v.push_back(fmt::format("{}: GPU {} gained {} uncorrected ECC error(s) during the run (at most {})",
@@ -161,14 +262,33 @@ std::vector<std::string> telemetry_violations(const NodeTelemetry& t, const Tele
 
 namespace {
 
-// What stands out in one GPU's telemetry, given the node's usual GPU clock.
+// A GPU's clock under load: its busy samples' figure (older records: its non-idle samples').
+const Spread* busy_clock(const GpuTelemetry& g) {
+  for (const char* k : {"sm_clock_busy_mhz", "sm_clock_mhz"})
+    if (const auto it = g.figures.find(k); it != g.figures.end()) return &it->second;
+  return nullptr;
+}
+
+// The usual clock under load of the node's GPUs other than `self`: the median of their busy
+// medians; 0 when no other GPU has one (a GPU at its power cap under load clocks below its lightly
+// loaded samples by design: it is compared with its peers under the same load, never with itself).
+double peers_busy_clock(const NodeTelemetry& t, const GpuTelemetry& self) {
+  std::vector<double> medians;
+  for (const auto& g : t.gpus)
+    if (&g != &self)
+      if (const auto* c = busy_clock(g)) medians.push_back(c->median);
+  return medians.empty() ? 0.0 : percentile_in_place(medians, 50);
+}
+
+// What stands out in one GPU's telemetry, given its peers' usual clock under load.
 void gpu_words(const GpuTelemetry& g, double usual, std::vector<std::string>& why) {
   const auto clock = g.figures.find("sm_clock_mhz");
+  const auto* busy = busy_clock(g);
   const auto hot = g.figures.find("temp_hotspot_c");
-  if (g.throttled_fraction < 0.1 && clock != g.figures.end() && usual > 0 &&
-      clock->second.min < 0.8 * usual) {
-    std::string s = fmt::format("GPU {} clocked down to {:.0f} MHz (the node's GPUs at {:.0f} MHz)", g.index,
-                                clock->second.min, usual);
+  if (g.throttled_fraction < 0.1 && busy && usual > 0 && busy->min < 0.8 * usual) {
+    std::string s =
+        fmt::format("GPU {} clocked down to {:.0f} MHz under load (the node's other GPUs at {:.0f} MHz)",
+                    g.index, busy->min, usual);
     if (hot != g.figures.end()) s += fmt::format(", hotspot {:.0f} C", hot->second.max);
     why.push_back(s);
   }
@@ -222,13 +342,9 @@ void host_words(const NodeTelemetry& t, std::vector<std::string>& why) {
 
 std::string explain_telemetry(const NodeTelemetry& t) {
   std::vector<std::string> why;
+  for (const auto& x : t.shared_gpu) why.push_back(x.words());
   for (const auto& k : t.kernel) why.push_back("kernel: " + k.meaning + " (" + k.text.substr(0, 160) + ")");
-  // The node's usual GPU clock: the median of its GPUs' median clocks.
-  std::vector<double> medians;
-  for (const auto& g : t.gpus)
-    if (auto c = g.figures.find("sm_clock_mhz"); c != g.figures.end()) medians.push_back(c->second.median);
-  const double usual = medians.empty() ? 0.0 : percentile_in_place(medians, 50);
-  for (const auto& g : t.gpus) gpu_words(g, usual, why);
+  for (const auto& g : t.gpus) gpu_words(g, peers_busy_clock(t, g), why);
   host_words(t, why);
   std::string out;
   for (const auto& w : why) out += (out.empty() ? "" : "; ") + w;
@@ -315,11 +431,64 @@ nlohmann::ordered_json to_json(const NodeTelemetry& t) {
     kernel.push_back(
         {{"t", k.t}, {"pattern", k.pattern}, {"meaning", k.meaning}, {"fails", k.fails}, {"line", k.text}});
   j["kernel"] = kernel;
+  J shared = J::array();
+  for (const auto& x : t.shared_gpu) {
+    J sj = {{"gpu", x.process.gpu}, {"pid", x.process.pid}, {"name", x.process.name}};
+    sj["memory_mib"] = x.process.memory_mib ? J(*x.process.memory_mib) : J(nullptr);
+    sj["fraction"] = x.fraction;
+    sj["other_namespace"] = x.unseen;
+    shared.push_back(sj);
+  }
+  j["shared_gpu"] = shared;
+  j["samples_before_training"] = t.samples_before_training;
   j["notes"] = t.notes;
   const std::string why = explain_telemetry(t);
   if (!why.empty()) j["explanation"] = why;
   return j;
 }
+
+namespace {
+
+GpuTelemetry gpu_from_json(const J& gj) {
+  GpuTelemetry g;
+  g.index = gj.value("index", 0);
+  g.samples = gj.value("samples", std::size_t{0});
+  g.throttled_fraction = gj.value("throttled_fraction", 0.0);
+  if (gj.contains("figures") && gj["figures"].is_object())
+    for (const auto& [k, v] : gj["figures"].items())
+      if (auto sp = spread_from(gj["figures"], k.c_str())) g.figures[k] = *sp;
+  if (gj.contains("throttle_reasons") && gj["throttle_reasons"].is_object())
+    for (const auto& [k, v] : gj["throttle_reasons"].items())
+      if (v.is_number()) g.throttle_reasons[k] = v.get<double>();
+  g.power_capped_fraction = gj.value("power_capped_fraction", 0.0);
+  g.power_limit_w = opt_get(gj, "power_limit_w");
+  g.power_default_limit_w = opt_get(gj, "power_default_limit_w");
+  g.ecc_corrected_delta = opt_get(gj, "ecc_corrected_delta");
+  g.ecc_uncorrected_delta = opt_get(gj, "ecc_uncorrected_delta");
+  g.pcie_width_min = opt_get(gj, "pcie_width_min");
+  g.pcie_width_max = opt_get(gj, "pcie_width_max");
+  g.pcie_gen_min = opt_get(gj, "pcie_gen_min");
+  g.pcie_gen_max = opt_get(gj, "pcie_gen_max");
+  if (gj.contains("series") && gj["series"].is_object()) {
+    g.sm_clock_mhz = series_from(gj["series"], "sm_clock_mhz");
+    g.power_w = series_from(gj["series"], "power_w");
+    g.temp_c = series_from(gj["series"], "temp_c");
+  }
+  return g;
+}
+
+SharedGpu shared_gpu_from_json(const J& x) {
+  SharedGpu g;
+  g.process.gpu = x.value("gpu", -1);
+  g.process.pid = x.value("pid", 0LL);
+  g.process.name = x.value("name", std::string());
+  g.process.memory_mib = opt_get(x, "memory_mib");
+  g.fraction = x.value("fraction", 0.0);
+  g.unseen = x.value("other_namespace", false);
+  return g;
+}
+
+}  // namespace
 
 NodeTelemetry telemetry_from_json(const nlohmann::ordered_json& j) {
   NodeTelemetry t;
@@ -340,38 +509,15 @@ NodeTelemetry telemetry_from_json(const nlohmann::ordered_json& j) {
     t.psi_cpu_series = series_from(j["series"], "psi_cpu");
   }
   if (j.contains("gpus") && j["gpus"].is_array())
-    for (const auto& gj : j["gpus"]) {
-      GpuTelemetry g;
-      g.index = gj.value("index", 0);
-      g.samples = gj.value("samples", std::size_t{0});
-      g.throttled_fraction = gj.value("throttled_fraction", 0.0);
-      if (gj.contains("figures") && gj["figures"].is_object())
-        for (const auto& [k, v] : gj["figures"].items())
-          if (auto sp = spread_from(gj["figures"], k.c_str())) g.figures[k] = *sp;
-      if (gj.contains("throttle_reasons") && gj["throttle_reasons"].is_object())
-        for (const auto& [k, v] : gj["throttle_reasons"].items())
-          if (v.is_number()) g.throttle_reasons[k] = v.get<double>();
-      g.power_capped_fraction = gj.value("power_capped_fraction", 0.0);
-      g.power_limit_w = opt_get(gj, "power_limit_w");
-      g.power_default_limit_w = opt_get(gj, "power_default_limit_w");
-      g.ecc_corrected_delta = opt_get(gj, "ecc_corrected_delta");
-      g.ecc_uncorrected_delta = opt_get(gj, "ecc_uncorrected_delta");
-      g.pcie_width_min = opt_get(gj, "pcie_width_min");
-      g.pcie_width_max = opt_get(gj, "pcie_width_max");
-      g.pcie_gen_min = opt_get(gj, "pcie_gen_min");
-      g.pcie_gen_max = opt_get(gj, "pcie_gen_max");
-      if (gj.contains("series") && gj["series"].is_object()) {
-        g.sm_clock_mhz = series_from(gj["series"], "sm_clock_mhz");
-        g.power_w = series_from(gj["series"], "power_w");
-        g.temp_c = series_from(gj["series"], "temp_c");
-      }
-      t.gpus.push_back(std::move(g));
-    }
+    for (const auto& gj : j["gpus"]) t.gpus.push_back(gpu_from_json(gj));
   if (j.contains("kernel") && j["kernel"].is_array())
     for (const auto& k : j["kernel"])
       t.kernel.push_back({k.value("t", 0.0), k.value("line", std::string()),
                           k.value("pattern", std::string()), k.value("meaning", std::string()),
                           k.value("fails", false)});
+  if (j.contains("shared_gpu") && j["shared_gpu"].is_array())
+    for (const auto& x : j["shared_gpu"]) t.shared_gpu.push_back(shared_gpu_from_json(x));
+  t.samples_before_training = j.value("samples_before_training", std::size_t{0});
   if (j.contains("notes") && j["notes"].is_array())
     for (const auto& n : j["notes"])
       if (n.is_string()) t.notes.push_back(n.get<std::string>());

@@ -40,6 +40,14 @@ struct KernelEvent {
   bool fails = false;
 };
 
+// A process that is not this session's on a GPU during the run.
+struct SharedGpu {
+  GpuProcess process;         // its GPU, pid, name and the most memory it held
+  double fraction = 0;        // of the training's samples it was listed in
+  bool unseen = false;        // a pid of another PID namespace (the training's own pids are seen)
+  std::string words() const;  // "GPU 0 shared with pid 484 (python3, 1002 MiB) in 100 % of samples"
+};
+
 struct NodeTelemetry {
   std::string node;
   std::string tool, tool_version;
@@ -52,7 +60,9 @@ struct NodeTelemetry {
   std::vector<double> t, cpu_share_series, psi_cpu_series;  // per interval between samples (the chart)
   std::vector<GpuTelemetry> gpus;
   std::vector<KernelEvent> kernel;
-  std::vector<std::string> notes;  // what could not be read, once each
+  std::vector<SharedGpu> shared_gpu;        // every foreign compute process seen during the training
+  std::size_t samples_before_training = 0;  // import and compile: left out of the figures
+  std::vector<std::string> notes;           // what could not be read, once each
 };
 
 // results.json's "telemetry" of a node's run (schema 2) and back; reading is lenient (an older or

@@ -1,13 +1,14 @@
 # shellcheck shell=sh
 # shellcheck disable=SC2154 # alive comes from common.sh, prepended at build time
-# telemetry OUT INTERVAL_S PID: appends samples of the node to OUT every INTERVAL_S while PID (the
-# training) lives, and one more after it is gone or a USR1 says so (with_telemetry, once the
+# telemetry OUT INTERVAL_S PID [LOG]: appends samples of the node to OUT every INTERVAL_S while PID
+# (the training, whose output is LOG) lives, and one more after it is gone or a USR1 says so (with_telemetry, once the
 # training ended); the lines are described in logs/telemetry.hpp. Started beside the training, in
 # its session: a stop that ends the session ends it too. Nothing it cannot read stops it: it says
 # so once, in an N line.
 out=$1
 iv=$2
 pid=$3
+log=${4:-}
 exec 5>>"$out" || exit 0
 exec </dev/null >/dev/null 2>&1
 tick=$(getconf CLK_TCK 2>/dev/null) || tick=100
@@ -47,6 +48,31 @@ psi() {  # the "some" total (microseconds) of /proc/pressure/$1, or -
   fi
   printf '%s' "$v"
 }
+# Whose a GPU process is: the training's (the training or a process under it), another this
+# namespace sees, or unseen (a pid this namespace does not have: a container's PID namespace).
+owner() {
+  [ -r "/proc/$1/stat" ] || { echo unseen; return; }
+  a=$1
+  hops=0
+  while [ "$a" -gt 1 ] 2>/dev/null && [ $hops -lt 64 ]; do
+    [ "$a" = "$pid" ] && { echo ours; return; }
+    l=$(cat "/proc/$a/stat" 2>/dev/null) || break
+    r=${l##*) }
+    # shellcheck disable=SC2086 # fields split on purpose
+    set -- $r
+    a=$2
+    hops=$((hops + 1))
+  done
+  echo other
+}
+# Whether the training has logged a step yet (the samples before it are import and compile):
+# once seen, every later sample is the training's; "-" when the log cannot be read from here.
+steps=0
+[ -r "$log" ] || steps=-
+training() {
+  if [ "$steps" = 0 ] && tail -c 65536 "$log" 2>/dev/null | grep -q 'completed step: '; then steps=1; fi
+  printf '%s' "$steps"
+}
 sample() {
   read -r up _ </proc/uptime
   # The training's CPU time, with the children it reaped (one read: the training is one process).
@@ -61,22 +87,35 @@ sample() {
   while read -r k v _; do
     if [ "$k" = MemAvailable: ]; then mem=$v; fi
   done </proc/meminfo
-  printf 'S %s cpu=%s psi_cpu=%s psi_mem=%s psi_io=%s mem_kb=%s\n' "$up" "$ticks" "$(psi cpu)" "$(psi memory)" \
-    "$(psi io)" "$mem" >&5
+  training >/dev/null
+  printf 'S %s cpu=%s psi_cpu=%s psi_mem=%s psi_io=%s mem_kb=%s steps=%s\n' "$up" "$ticks" "$(psi cpu)" \
+    "$(psi memory)" "$(psi io)" "$mem" "$steps" >&5
   case $tool in
     nvidia-smi)
-      nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,temperature.gpu,temperature.memory,utilization.gpu,clocks_event_reasons.active,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,pcie.link.width.current,pcie.link.width.max,pcie.link.gen.current,pcie.link.gen.max,enforced.power.limit,power.default_limit \
+      nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,temperature.gpu,temperature.memory,utilization.gpu,clocks_event_reasons.active,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,pcie.link.width.current,pcie.link.width.max,pcie.link.gen.current,pcie.link.gen.max,enforced.power.limit,power.default_limit,uuid \
         --format=csv,noheader,nounits 2>&1 | sed 's/^/G /' >&5
+      procs=$(nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,nounits 2>&1)
+      pids=$(printf '%s\n' "$procs" | awk -F', *' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "pid") c = i; next } c { print $c }')
       ;;
     amd-smi)
       amd-smi metric --json 2>&1 | sed 's/^/J /' >&5
       echo E >&5
+      procs=$(amd-smi process --json 2>&1)
+      pids=$(printf '%s\n' "$procs" | grep -o '"pid": *[0-9]*' | grep -o '[0-9]*$')
       ;;
     rocm-smi)
       rocm-smi --showtemp --showpower --showclocks --showuse --json 2>&1 | sed 's/^/J /' >&5
       echo E >&5
+      procs=$(rocm-smi --showpids --json 2>&1)
+      pids=$(printf '%s\n' "$procs" | grep -o 'PID[0-9]*' | cut -c4-)
       ;;
   esac
+  if [ "$tool" != none ]; then
+    # The compute processes on the GPUs (P lines, then Q), and whose each one is (O lines).
+    printf '%s\n' "$procs" | sed 's/^/P /' >&5
+    echo Q >&5
+    for p in $pids; do printf 'O %s %s\n' "$p" "$(owner "$p")" >&5; done
+  fi
   # The kernel's new records (their continuation lines, which start with a space, left out).
   if [ $kmsg = 1 ]; then dd bs=16384 iflag=nonblock <&7 2>/dev/null | sed -n 's/^\([0-9]\)/K \1/p' >&5; fi
 }

@@ -1,15 +1,16 @@
 # shellcheck shell=sh
-# with_telemetry OUT INTERVAL_S SAMPLER ARGV...: runs ARGV (the training) with the telemetry
+# with_telemetry OUT INTERVAL_S LOG SAMPLER ARGV...: runs ARGV (the training, its output LOG) with the telemetry
 # sampler (SAMPLER: telemetry.sh's text) beside it, in the same session, and exits with ARGV's
 # exit code once the sampler has taken its last sample: by the time the run's exit code is written,
 # everything the node saw during the run is in OUT.
 out=$1
 iv=$2
-prog=$3
-shift 3
+log=$3
+prog=$4
+shift 4
 "$@" &
 child=$!
-sh -c "$prog" cvs-telemetry "$out" "$iv" "$child" </dev/null >/dev/null 2>&1 &
+sh -c "$prog" cvs-telemetry "$out" "$iv" "$child" "$log" </dev/null >/dev/null 2>&1 &
 sampler=$!
 wait "$child"
 rc=$?

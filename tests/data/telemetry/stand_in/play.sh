@@ -5,6 +5,14 @@
 # line; the last one repeats), counting its calls in $CVS_STAND_IN_PLAYLIST.calls.
 #   {nvidia,amd,rocm}/<tool> ARGS...   (links to this file: put one folder on PATH)
 tool=$(basename "$0")
+# The compute-process lists print $CVS_STAND_IN_APPS (a recorded answer; none: no process).
+case "$tool:$1" in
+  nvidia-smi:--query-compute-apps=*|amd-smi:process|rocm-smi:--showpids)
+    if [ -n "${CVS_STAND_IN_APPS:-}" ]; then cat "$CVS_STAND_IN_APPS"
+    elif [ "$tool" = nvidia-smi ]; then echo "gpu_uuid, pid, process_name, used_gpu_memory [MiB]"
+    else echo "[]"; fi
+    exit 0 ;;
+esac
 case "$tool:$1" in
   nvidia-smi:--version) echo "NVIDIA-SMI 550.54.15 (stand-in playing recorded outputs)"; exit 0 ;;
   amd-smi:version) echo "AMDSMI Tool: 24.6.2+2b02a07 | AMDSMI Library version: 24.6.2.0 | ROCm version: 6.2.0 (stand-in)"; exit 0 ;;
@@ -12,6 +20,15 @@ case "$tool:$1" in
 esac
 list=${CVS_STAND_IN_PLAYLIST:?set CVS_STAND_IN_PLAYLIST}
 here=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+# With $CVS_STAND_IN_STEPS_UNDER (a folder of training logs): until a training.log there, newer than
+# the playlist, has a step line, the first entry is printed and not counted (the sampler's samples
+# before the training's first step are left out of the figures; the playlist plays over the steps).
+if [ -n "${CVS_STAND_IN_STEPS_UNDER:-}" ] &&
+  ! find "$CVS_STAND_IN_STEPS_UNDER" -name training.log -newer "$list" -exec grep -l 'completed step: ' {} + 2>/dev/null |
+  grep -q .; then
+  cat "$here/$(grep . "$list" | sed -n 1p)"
+  exit 0
+fi
 n=0
 [ -f "$list.calls" ] && read -r n <"$list.calls"
 echo $((n + 1)) >"$list.calls"
