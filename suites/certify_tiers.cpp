@@ -230,7 +230,6 @@ struct Run {
   const Options& o;
   Inputs& in;
   Clock::time_point start = Clock::now();
-  double run_estimate_s = 0;  // one training run's seconds, from the nodes tier
 
   Certificate& cert() { return in.certificate; }
   void save() { fleet::write_json(o.output / "certificate.json", to_json(cert())); }
@@ -336,7 +335,7 @@ void tier_nodes(Run& r, TierRecord& t) {
   spec.thresholds = r.o.baseline;
   const auto t0 = Clock::now();
   auto runs = fleet::run_nodes(spec, r.in.cluster, nodes);
-  r.run_estimate_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  t.run_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   account(t, runs);
   auto score = score_fleet(runs, r.o.policy);
   std::vector<Node> again;
@@ -489,20 +488,6 @@ void tier_scale(Run& r, TierRecord& t) {
     t.summary += "; the full-scale run's own gates failed: " + t.rungs.back().failure;
 }
 
-// Before a tier: the minutes it needs (one training run's time per sequential batch, from the
-// nodes tier) against what is left; "" when it may start.
-std::string over_budget(const Run& r, const TierRecord& t) {
-  if (r.o.budget_minutes <= 0) return "";
-  const double left = r.o.budget_minutes - r.elapsed_min();
-  double need = 0;
-  const auto healthy = r.in.certificate.healthy().size();
-  if (t.kind == TierKind::Links) need = 2 * r.run_estimate_s / 60;
-  if (t.kind == TierKind::Scale) need = static_cast<double>(ladder(healthy).size()) * r.run_estimate_s / 60;
-  if (left > 0 && need <= left) return "";
-  return fmt::format("budget: about {:.1f} min needed, {:.1f} of --budget-minutes {} left", need,
-                     std::max(0.0, left), r.o.budget_minutes);
-}
-
 std::string cannot_start(const Run& r, const TierRecord& t) {
   const auto healthy = r.in.certificate.healthy().size();
   if (healthy == 0) return "no healthy node left";
@@ -583,7 +568,10 @@ int run(const Options& o, Inputs& in) {
     }
     if (stop.empty() && g_interrupted.load())
       stop = "interrupted (Ctrl-C): cvs certify --resume " + o.output.string();
-    if (stop.empty()) stop = over_budget(r, t);
+    // The budget holds a tier against one run's time as this certification measured it (a
+    // resumed one's kept nodes tier too).
+    if (stop.empty())
+      stop = over_budget(t.kind, c.healthy().size(), run_estimate_s(c), o.budget_minutes, r.elapsed_min());
     const auto why = stop.empty() ? cannot_start(r, t) : stop;
     if (!why.empty()) {
       t.state = TierState::NotRun;

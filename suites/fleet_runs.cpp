@@ -1,5 +1,7 @@
 #include "fleet_runs.hpp"
 
+#include "cvs/base/text.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <fstream>
@@ -20,13 +22,7 @@ std::string folder_name(const std::string& node) {
 }
 
 void write_json(const fs::path& file, const nlohmann::ordered_json& j) {
-  const fs::path part = file.string() + ".part";
-  {
-    std::ofstream out(part);
-    out << j.dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + part.string());
-  }
-  fs::rename(part, file);
+  write_file_whole(file, j.dump(2) + "\n");
 }
 
 fs::path suite_binary(const char* name) {

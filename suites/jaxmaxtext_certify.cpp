@@ -135,9 +135,20 @@ int main(int argc, char** argv) {
   }
   on_interrupt();
   auto& cert = in.certificate;
-  const int rc = cvs::certify::run(o, in);
-  for (const auto& line : cvs::report::write_certificate_files(o.output, cert, in.cluster))
-    std::cerr << "certify: " << line << "\n";
-  print_summary(cert, o.output);
-  return rc;
+  // Caught once, here: whatever a tier throws (a config it derives, a write on a full disk, a
+  // reporter), the stack unwinds first, so the Slurm allocation is released on every path.
+  try {
+    const int rc = cvs::certify::run(o, in);
+    for (const auto& line : cvs::report::write_certificate_files(o.output, cert, in.cluster))
+      std::cerr << "certify: " << line << "\n";
+    print_summary(cert, o.output);
+    return rc;
+  } catch (const cvs::ConfigError& e) {
+    for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "cvs certify: " << e.what() << " (the certification stopped; " << o.output.string()
+              << " keeps what was decided: cvs certify --resume " << o.output.string() << ")\n";
+    return 3;
+  }
 }

@@ -77,10 +77,7 @@ FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
                  "then two-node runs of this distributed config over the healthy nodes, to find a slow link");
   app.add_option("--history", o.reports.history,
                  "the results store the fleet run (and every node's session) is recorded in (none: off)");
-  app.add_option("--openmetrics", o.reports.openmetrics,
-                 "the fleet run's figures in the OpenMetrics text format");
-  app.add_option("--pushgateway", o.reports.pushgateway,
-                 "push them to a Prometheus Pushgateway (http://host:port)");
+  cvs::report::add_output_options(app, o.reports);
   app.parse(argc, argv);
   if (!pairs.empty()) o.pairs_config = fs::absolute(pairs);
   if (!baseline.empty()) o.baseline = fs::absolute(baseline);
@@ -214,13 +211,23 @@ int main(int argc, char** argv) {
     for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
     return 2;
   }
-  fs::create_directories(o.output);
-  // Ctrl-C: passed on to every node's (and pair's) run, each in a process group of its own
-  // (run_all), which stops its training and ends ERROR; the fleet then scores what it has,
-  // releases a Slurm allocation and writes its outputs.
+  // Ctrl-C or SIGTERM (a Jenkins abort, scancel): passed on to every node's (and pair's) run, each
+  // in a process group of its own (run_all), which stops its training and ends ERROR; the fleet then
+  // scores what it has, releases a Slurm allocation and writes its outputs.
   struct sigaction sa {};
   sa.sa_handler = [](int) { cvs::g_interrupted.store(true); };
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
-  return run_fleet(o, cluster);
+  sigaction(SIGTERM, &sa, nullptr);
+  // Caught once, here, after the stack unwound (a Slurm allocation released on every path).
+  try {
+    fs::create_directories(o.output);
+    return run_fleet(o, cluster);
+  } catch (const cvs::ConfigError& e) {
+    for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "jaxmaxtext_fleet: " << e.what() << "\n";
+    return 3;
+  }
 }

@@ -19,6 +19,7 @@
 #include "cvs/config/config_error.hpp"
 #include "cvs/environment.hpp"
 #include "cvs/listener.hpp"
+#include "cvs/reporters.hpp"
 #include "cvs/session.hpp"
 #include "cvs/session_results.hpp"
 
@@ -32,7 +33,8 @@ struct ParsedArgs {
   bool help = false;
 };
 
-ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, int argc, char** argv) {
+ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, report::ReporterOptions& outputs,
+                               int argc, char** argv) {
   ParsedArgs out;
   std::string config, cluster, output, baseline, thresholds;
   double poll_s = 0;
@@ -63,12 +65,7 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, int 
   app.add_option("--history", opts.history,
                  "the results store the session is recorded in: a SQLite file, postgresql://..., or none "
                  "(default: $CVS_HISTORY, else ~/.local/state/cvs-maxtext/history.sqlite)");
-  app.add_option(
-      "--openmetrics", opts.openmetrics,
-      "write the session's figures in the OpenMetrics text format to FILE (node_exporter's textfile "
-      "collector)");
-  app.add_option("--pushgateway", opts.pushgateway,
-                 "push the session's figures to a Prometheus Pushgateway (http://host:port)");
+  report::add_output_options(app, outputs);
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());
   app.parse(args);  // CLI::ParseError: bad input
@@ -103,8 +100,9 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   bool listing = false, has_output_flag = false;
   std::string user_xml;  // --gtest_output=xml:FILE
   CLI::App app{std::string(suite_name) + ": the jaxmaxtext suite's options, besides gtest's", suite_name};
+  report::ReporterOptions ro;  // its outputs' options are parsed with the suite's
   try {
-    auto parsed = parse_suite_options(app, opts, argc, argv);
+    auto parsed = parse_suite_options(app, opts, ro, argc, argv);
     if (parsed.help) {  // nothing is set up or run
       std::cout << app.help()
                 << "\ngtest's flags pass through in their order, e.g. --gtest_filter=PATTERN "
@@ -148,10 +146,7 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   rest.push_back(nullptr);
   ::testing::InitGoogleTest(&n, rest.data());
   const auto& so = fixtures::Session::get().opts();
-  report::ReporterOptions ro;
   ro.history = so.history;
-  ro.openmetrics = so.openmetrics;
-  ro.pushgateway = so.pushgateway;
   ro.record_history = !listing;  // --gtest_list_tests runs nothing: nothing to remember
   if (!listing) ro.junit = has_output_flag ? user_xml : (so.output / "junit.xml").string();
   auto* listener = new report::ReportListener(

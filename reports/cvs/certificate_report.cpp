@@ -98,16 +98,6 @@ std::string inputs_table(const Certificate& c) {
   return h;
 }
 
-void write_text(const std::filesystem::path& p, const std::string& text) {
-  const std::filesystem::path part = p.string() + ".part";
-  {
-    std::ofstream out(part);
-    out << text;
-    if (!out) throw std::runtime_error("cannot write " + part.string());
-  }
-  std::filesystem::rename(part, p);
-}
-
 }  // namespace
 
 std::string render_certificate_html(const Certificate& c) {
@@ -171,15 +161,15 @@ std::string render_certificate_junit(const Certificate& c) {
 std::vector<std::string> write_certificate_files(const std::filesystem::path& dir, const Certificate& c,
                                                  const Cluster& cluster) {
   std::vector<std::string> lines;
-  write_text(dir / "certificate.html", render_certificate_html(c));
-  write_text(dir / "junit.xml", render_certificate_junit(c));
+  write_file_whole(dir / "certificate.html", render_certificate_html(c));
+  write_file_whole(dir / "junit.xml", render_certificate_junit(c));
   const auto host_of = hosts_by_name(cluster);
   std::string exclude;
   for (const auto& e : c.excluded) {
     const auto it = host_of.find(e.node);
     exclude += (exclude.empty() ? "--exclude=" : ",") + (it == host_of.end() ? e.node : it->second);
   }
-  write_text(dir / "slurm_exclude.txt", exclude.empty() ? "" : exclude + "\n");
+  write_file_whole(dir / "slurm_exclude.txt", exclude.empty() ? "" : exclude + "\n");
   if (!c.certified.empty()) {
     write_cluster_file_of(dir / "healthy_cluster.json", cluster, c.certified);
     lines.push_back("healthy cluster " + (dir / "healthy_cluster.json").string());

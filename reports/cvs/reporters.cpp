@@ -1,9 +1,12 @@
 #include "cvs/reporters.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 
+#include "cvs/base/text.hpp"
 #include "cvs/fleet_report.hpp"
 #include "cvs/history/openmetrics.hpp"
 #include "cvs/html_report.hpp"
@@ -11,12 +14,6 @@
 
 namespace cvs::report {
 namespace {
-
-void write_file(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream out(p);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + p.string());
-}
 
 // A message on one line (libpq's run over several): each run of whitespace one space.
 std::string one_line(const std::string& s) {
@@ -54,7 +51,7 @@ class JsonReporter : public Reporter {
   std::string write(const ReportContext& c) override {
     if (!c.results) return "";
     const auto p = c.folder / "results.json";
-    write_file(p, to_json(*c.results).dump(2) + "\n");
+    write_file_whole(p, to_json(*c.results).dump(2) + "\n");
     return p.string();
   }
 };
@@ -67,7 +64,7 @@ class HtmlReporter : public Reporter {
   std::string write(const ReportContext& c) override {
     if (!c.results) return "";
     const std::filesystem::path p = out_.empty() ? c.folder / "report.html" : std::filesystem::path(out_);
-    write_file(p, render_html(*c.results));
+    write_file_whole(p, render_html(*c.results));
     return p.string();
   }
 
@@ -112,7 +109,7 @@ class FleetJunitReporter : public Reporter {
   std::string write(const ReportContext& c) override {
     if (!c.fleet) return "";
     const auto p = c.folder / "junit.xml";
-    write_file(p, render_fleet_junit(c.fleet->score, "jaxmaxtext_fleet"));
+    write_file_whole(p, render_fleet_junit(c.fleet->score, "jaxmaxtext_fleet"));
     return p.string();
   }
 };
@@ -125,7 +122,7 @@ class FleetHtmlReporter : public Reporter {
     if (!c.fleet) return "";
     const auto& f = *c.fleet;
     const auto p = c.folder / "fleet.html";
-    write_file(p, render_fleet_html(f.score, f.nodes, f.policy, "jaxmaxtext_fleet", f.pairs));
+    write_file_whole(p, render_fleet_html(f.score, f.nodes, f.policy, "jaxmaxtext_fleet", f.pairs));
     return p.string();
   }
 };
@@ -135,10 +132,8 @@ class OpenMetricsReporter : public Reporter {
   explicit OpenMetricsReporter(std::string file) : file_(std::move(file)) {}
   std::string name() const override { return "metrics"; }
   std::string write(const ReportContext& c) override {
-    // Written aside and renamed: node_exporter's textfile collector never reads half a file.
-    const std::string tmp = file_ + ".tmp";
-    write_file(tmp, history::openmetrics_text(entry_of(c)));
-    std::filesystem::rename(tmp, file_);
+    // Written whole (aside, then renamed): node_exporter's textfile collector never reads half a file.
+    write_file_whole(file_, history::openmetrics_text(entry_of(c)));
     return file_;
   }
 
@@ -187,10 +182,37 @@ std::vector<std::unique_ptr<Reporter>> reporters(const ReporterOptions& o) {
     v.push_back(std::make_unique<FleetJunitReporter>());
     v.push_back(std::make_unique<FleetHtmlReporter>());
   }
-  if (!o.openmetrics.empty()) v.push_back(std::make_unique<OpenMetricsReporter>(o.openmetrics));
-  if (!o.pushgateway.empty()) v.push_back(std::make_unique<PushgatewayReporter>(o.pushgateway));
+  for (const auto& opt : output_options())
+    if (const auto it = o.outputs.find(opt.flag); it != o.outputs.end() && !it->second.empty())
+      v.push_back(opt.make(it->second));
   if (o.record_history) v.push_back(std::make_unique<HistoryReporter>(o.history));
   return v;
+}
+
+// The outputs asked for by an option; each factory is its reporter file's.
+std::unique_ptr<Reporter> make_markdown_summary(const std::string& file);  // markdown_summary.cpp
+
+const std::vector<OutputOption>& output_options() {
+  static const std::vector<OutputOption> v = {
+      {"--openmetrics",
+       "write the figures in the OpenMetrics text format to FILE (node_exporter's textfile collector)",
+       [](const std::string& f) -> std::unique_ptr<Reporter> {
+         return std::make_unique<OpenMetricsReporter>(f);
+       }},
+      {"--pushgateway", "push the figures to a Prometheus Pushgateway (http://host:port)",
+       [](const std::string& u) -> std::unique_ptr<Reporter> {
+         return std::make_unique<PushgatewayReporter>(u);
+       }},
+      {"--summary-md",
+       "a Markdown summary to FILE (verdict, failing gates with their intervals and words, links): a CI job "
+       "summary",
+       make_markdown_summary},
+  };
+  return v;
+}
+
+void add_output_options(CLI::App& app, ReporterOptions& o) {
+  for (const auto& opt : output_options()) app.add_option(opt.flag, o.outputs[opt.flag], opt.help);
 }
 
 std::vector<std::string> run_reporters(const std::vector<std::unique_ptr<Reporter>>& list,

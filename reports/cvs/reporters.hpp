@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,10 @@
 #include "cvs/results/fleet.hpp"
 #include "cvs/results/fleet_pairs.hpp"
 #include "cvs/results/results_file.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace cvs::report {
 
@@ -57,11 +62,23 @@ struct ReporterOptions {
   bool fleet_files = false;   // a fleet run's files, JUnit and fleet.html
   std::string html;           // report.html elsewhere ("": <folder>/report.html)
   std::string junit;          // the session's JUnit file, whose ERROR stages get <error> ("": none)
-  std::string openmetrics;    // --openmetrics FILE
-  std::string pushgateway;    // --pushgateway URL
   std::string history;        // --history SPEC ("none": off; "": $CVS_HISTORY or the default store)
   bool record_history = true;
+  // The outputs asked for by an option, by its flag ("--openmetrics" -> FILE): output_options().
+  std::map<std::string, std::string> outputs;
 };
+
+// An output a user asks for with `--flag VALUE` (--openmetrics FILE, --pushgateway URL,
+// --summary-md FILE). Every front end (the suites, fleet mode, cvs report) offers every row through
+// add_output_options, and reporters() builds the ones given: a new output is its reporter's file
+// and one row of this table.
+struct OutputOption {
+  const char* flag;
+  const char* help;
+  std::unique_ptr<Reporter> (*make)(const std::string& value);
+};
+const std::vector<OutputOption>& output_options();
+void add_output_options(CLI::App& app, ReporterOptions& o);
 
 std::vector<std::unique_ptr<Reporter>> reporters(const ReporterOptions& o);
 

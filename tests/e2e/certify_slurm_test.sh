@@ -66,4 +66,27 @@ sleep 1
 ! scontrol show node "$host" | grep -q "State=[A-Z+]*DRAIN" || fail "the node did not return to service"
 [[ -z $(squeue --noheader 2>/dev/null) ]] || fail "an allocation is left: $(squeue --noheader)"
 echo "drain: $host drained with the reason, then returned to service"
+
+# (3) A fault mid-run: the output folder on a 4 MiB tmpfs that fills up once the job is allocated.
+# The certificate's next write fails (a full disk), the error is caught once at certify's edge
+# (exit 3, naming the file), and the allocation is released on the way out: no job is left.
+mnt=$out/full
+mkdir -p "$mnt"
+mount -t tmpfs -o size=4m cvs-certify-full "$mnt"
+trap 'umount "$mnt" 2>/dev/null || true; scontrol update NodeName="$host" State=RESUME >/dev/null 2>&1 || true' EXIT
+rc=0
+"$certify" "${args[@]}" --config "$config" --output "$mnt/cert" >"$out/full.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  grep -q "slurm: job [0-9]* on" "$out/full.log" && break
+  sleep 0.2
+done
+grep -q "slurm: job [0-9]* on" "$out/full.log" || { kill "$pid"; fail "full disk: no allocation in 2 min"; }
+dd if=/dev/zero of="$mnt/fill" bs=64k 2>/dev/null || true
+wait "$pid" || rc=$?
+[[ $rc -eq 3 ]] || { tail -30 "$out/full.log"; fail "full disk: exit $rc, expected 3"; }
+grep -q "cannot write $mnt/cert/" "$out/full.log" || { tail -20 "$out/full.log"; fail "full disk: the error does not name the file"; }
+grep -q "released" "$out/full.log" || fail "full disk: the job was not released"
+[[ -z $(squeue --noheader 2>/dev/null) ]] || fail "full disk: an allocation is left: $(squeue --noheader)"
+echo "full disk: exit 3 ($(grep -m1 'cannot write' "$out/full.log" | cut -c1-160)), no job left"
 echo "PASS"

@@ -147,6 +147,31 @@ TEST(Certificate, TheCertificateRoundTripsAndAnotherSchemaIsRefused) {
   EXPECT_THROW(cvs::certificate_from_json(other), std::runtime_error);
 }
 
+// --resume with --budget-minutes: the later tiers are held against the run time the kept nodes tier
+// measured (it was 0 on resume: the budget never stopped links or scale).
+TEST(Certificate, AResumedCertificationsBudgetEstimatesFromItsKeptNodesTier) {
+  using K = cvs::TierKind;
+  auto c = four_hosts({K::Preflight, K::Nodes, K::Links, K::Scale});
+  c.tier(K::Links)->state = cvs::TierState::Pending;
+  c.tier(K::Scale)->state = cvs::TierState::Pending;
+  c.tier(K::Nodes)->run_seconds = 120;
+  // What --resume reads back: the certificate file.
+  const auto resumed = cvs::certificate_from_json(cvs::to_json(c));
+  const double run_s = cvs::run_estimate_s(resumed);
+  EXPECT_DOUBLE_EQ(run_s, 120);
+  EXPECT_DOUBLE_EQ(cvs::minutes_needed(K::Links, 4, run_s), 4.0) << "two rounds of pairs";
+  EXPECT_DOUBLE_EQ(cvs::minutes_needed(K::Scale, 4, run_s), 6.0) << "rungs 1, 2, 4";
+  // 3 of 5 minutes left: links (4 min) does not start, and says why.
+  const auto why = cvs::over_budget(K::Links, 4, run_s, 5, 2);
+  EXPECT_NE(why.find("budget: about 4.0 min needed, 3.0 of --budget-minutes 5 left"), std::string::npos)
+      << why;
+  EXPECT_EQ(cvs::over_budget(K::Links, 4, run_s, 10, 2), "");
+  EXPECT_EQ(cvs::over_budget(K::Scale, 4, run_s, 0, 100), "") << "no budget";
+  // A nodes tier not decided (interrupted): no estimate.
+  c.tier(K::Nodes)->state = cvs::TierState::Pending;
+  EXPECT_DOUBLE_EQ(cvs::run_estimate_s(c), 0);
+}
+
 TEST(Certificate, JunitHasATestcasePerTierAndPerNode) {
   using K = cvs::TierKind;
   auto c = four_hosts({K::Preflight, K::Nodes});

@@ -237,3 +237,39 @@ TEST(HistoryOpenMetrics, NamesInBaseUnitsLabelsEscapedAndAnEof) {
   EXPECT_NE(text.find("sweep=\"BS=2,PRECISION=BF16,SL=128\""), std::string::npos);
   EXPECT_EQ(text.substr(text.size() - 6), "# EOF\n");
 }
+
+// A results.json with one field mangled, under any name: the results reader's error with its JSON
+// pointer, exit 2 (it was "not a calibration file", exit 3, for every such file).
+TEST(HistoryStore, AMangledResultsFileIsBadInputNamingItsPointer) {
+  TempDir t;
+  const auto store = t.p / "h.sqlite";
+  auto r = cvs::test::read_json(session(t.p, 1, "gpu-01", true) / "results.json");
+  r["stages"][0]["status"] = 42;
+  std::ofstream(t.p / "fuzzed-17.json") << r.dump();
+  const auto p = cvs_history(store, "ingest " + (t.p / "fuzzed-17.json").string());
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("/stages/0/status"), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find("not a calibration file"), std::string::npos) << p.out;
+}
+
+// `cvs history trend --out` never overwrites a page that is there.
+TEST(HistoryStore, TheTrendPageRefusesAnExistingFile) {
+  TempDir t;
+  const auto store = t.p / "h.sqlite";
+  std::string all;
+  for (int d = 1; d <= 4; ++d) all += " " + session(t.p, d, "gpu-01", true).string();
+  ASSERT_EQ(cvs_history(store, "ingest" + all).exit_code, 0);
+  const auto cfg = cvs::test::read_json(session(t.p, 1, "gpu-01", true) / "results.json")["config"]["file"];
+  const auto page = t.p / "trend.html";
+  const std::string args =
+      "trend --config " + cfg.get<std::string>() + " --metric tokens_per_sec_per_gpu --out " + page.string();
+  auto p = cvs_history(store, args);
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  const auto first = cvs::test::read_file(page);
+  std::ofstream(page) << "someone's page";
+  p = cvs_history(store, args);
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("exists"), std::string::npos) << p.out;
+  EXPECT_EQ(cvs::test::read_file(page), "someone's page");
+  EXPECT_FALSE(first.empty());
+}

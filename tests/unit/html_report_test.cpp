@@ -1,6 +1,8 @@
 // The HTML report rendered from a real session's results.json.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "cvs/html_report.hpp"
 #include "cvs/results/compare.hpp"
 #include "cvs/results/results_file.hpp"
@@ -46,4 +48,28 @@ TEST(HtmlReport, BaselineSectionShowsRegressions) {
   EXPECT_NE(html.find("Compared with the baseline"), std::string::npos);
   EXPECT_NE(html.find("regression</p>"), std::string::npos);
   EXPECT_NE(html.find("-50"), std::string::npos);
+}
+
+// `--summary-md FILE` (one reporter file and one row of output_options(), offered by every front
+// end): the real H200 neighbour session as a CI job summary.
+TEST(MarkdownSummary, TheVerdictTheFailingGatesWithTheirIntervalsAndTheLinks) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "summary_md";
+  std::filesystem::create_directories(dir);
+  const auto md = dir / "summary.md";
+  std::filesystem::remove(md);
+  const auto p = cvs::test::run_command(
+      std::string(CVS_BINARY) + " report " + cvs::test::data("h200/llama1b_neighbour.results.json").string() +
+      " --out " + (dir / "r.html").string() + " --summary-md " + md.string());
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  const auto text = cvs::test::read_file(md);
+  EXPECT_NE(text.find("## jaxmaxtext_single: **FAIL**"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("| `BS=4,PRECISION=BF16,SL=2048` | training.tokens_per_sec_per_gpu | **FAIL** | 24253.8 | "
+                "[24190.4, 24318.6] | min_tok_s 45355.9 |"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("wholly fails min_tok_s 45355.9 tok/s"), std::string::npos) << text;
+  EXPECT_EQ(text.find("training.eval_loss"), std::string::npos) << "N/A gates are not failures";
+  EXPECT_NE(text.find("[report.html]("), std::string::npos) << text;
+  EXPECT_NE(p.out.find("summary " + md.string()), std::string::npos) << p.out;
 }

@@ -1,16 +1,19 @@
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli_parse.hpp"
 #include "commands.hpp"
+#include "cvs/base/text.hpp"
 #include "cvs/history/openmetrics.hpp"
 #include "cvs/history/store.hpp"
 #include "cvs/history/trend.hpp"
 
 namespace cvs::cli {
+namespace fs = std::filesystem;
 namespace {
 
 using J = nlohmann::ordered_json;
@@ -105,8 +108,9 @@ int print_trend(history::Store& s, const std::string& config, const std::string&
     return kExitUsage;
   }
   const auto cps = history::change_points(pts, metric);
-  if (!out.empty()) {
-    std::ofstream(out) << history::render_trend_html(config, metric, pts, cps);
+  if (!out.empty()) {  // a page already there is someone's: never overwritten
+    if (fs::exists(out)) throw BadInput("cvs history trend: " + out + " exists: name a new file (--out)");
+    write_file_whole(out, history::render_trend_html(config, metric, pts, cps));
     std::cerr << "cvs history trend: wrote " << out << "\n";
   }
   if (json) {
@@ -155,8 +159,8 @@ int export_store(history::Store& s, const std::string& file, const std::string& 
     t.resize(t.size() - std::string("# EOF\n").size());
     text += t;
   }
-  if (!file.empty()) {
-    std::ofstream(file) << text << "# EOF\n";
+  if (!file.empty()) {  // rewritten whole each time (a textfile collector reads it)
+    write_file_whole(file, text + "# EOF\n");
     std::cout << "wrote " << file << "\n";
   }
   return kExitOk;

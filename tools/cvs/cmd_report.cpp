@@ -39,8 +39,8 @@ int render_certificate(const std::string& file, const std::string& out) {
 
 }  // namespace
 
-// `cvs report RESULTS.json [--out FILE] [--openmetrics FILE] [--pushgateway URL]`: re-renders the
-// HTML report of a session (and its other outputs, through the session's reporters).
+// `cvs report RESULTS.json [--out FILE] [--openmetrics FILE] [--pushgateway URL] [--summary-md FILE]`:
+// re-renders the HTML report of a session (and its other outputs, through the session's reporters).
 int cmd_report(const Args& args) {
   CLI::App app{"cvs report: render the HTML report of a session from its results.json", "cvs report"};
   std::string file, out;
@@ -51,8 +51,7 @@ int cmd_report(const Args& args) {
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("--out", out, "the HTML file to write (default: standard output)");
-  app.add_option("--openmetrics", o.openmetrics, "also its figures in the OpenMetrics text format, to FILE");
-  app.add_option("--pushgateway", o.pushgateway, "also push its figures to a Prometheus Pushgateway");
+  report::add_output_options(app, o);
   if (auto rc = parse_cli(app, args)) return *rc;
   if (std::filesystem::path(file).filename() == "certificate.json") return render_certificate(file, out);
   const auto results = read_results(file);

@@ -2,7 +2,9 @@
 // replacing every occurrence of a string.
 #pragma once
 
+#include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace cvs {
 
@@ -12,5 +14,10 @@ std::string html_escape(const std::string& s);
 // Every occurrence of `from` (not empty) in `s` replaced by `to`, left to right, never rescanning
 // a replacement.
 void replace_all(std::string& s, const std::string& from, const std::string& to);
+
+// Writes `text` to `path` whole: into `path`.part, flushed and checked (a full disk shows at the
+// flush), then renamed over it, so a reader never sees half a file. Throws std::runtime_error
+// naming the file and the system's reason.
+void write_file_whole(const std::filesystem::path& path, std::string_view text);
 
 }  // namespace cvs

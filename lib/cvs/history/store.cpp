@@ -186,9 +186,12 @@ SessionEntry entry_of_calibration(const fs::path& file, const std::vector<Result
 
 SessionEntry entry_of_folder(const fs::path& path) {
   if (fs::is_regular_file(path)) {
-    if (path.filename() == "results.json")
-      return entry_of_session(read_results(path), path.parent_path().string());
-    return entry_of_calibration(path, {});
+    // By what the file holds, not its name: a calibration has "_calibration"; anything else is
+    // read as a session's results.json, whose reader names the JSON pointer of what is wrong.
+    std::ifstream in(path);
+    const auto j = nlohmann::ordered_json::parse(in, nullptr, false);
+    if (j.is_object() && j.contains("_calibration")) return entry_of_calibration(path, {});
+    return entry_of_session(read_results(path), path.parent_path().string());
   }
   if (fs::exists(path / "fleet.json")) return entry_of_fleet(path);
   if (fs::exists(path / "results.json"))

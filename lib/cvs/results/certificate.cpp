@@ -1,5 +1,7 @@
 #include "cvs/results/certificate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -104,6 +106,7 @@ J tier_json(const TierRecord& t) {
   j["node_minutes"] = t.node_minutes;
   j["node_steps"] = t.node_steps;
   j["dir"] = t.dir;
+  j["run_seconds"] = t.run_seconds;
   return j;
 }
 
@@ -124,6 +127,7 @@ TierRecord tier_from(const J& j, const std::string& where) {
   t.node_minutes = j.at("node_minutes");
   t.node_steps = j.at("node_steps");
   t.dir = j.at("dir");
+  t.run_seconds = j.value("run_seconds", 0.0);  // certificates before it: no estimate
   return t;
 }
 
@@ -178,11 +182,6 @@ CertificateInputs inputs_from(const J& j) {
 const char* to_string(TierKind t) {
   return name_of(kTierNames, t);
 }
-std::optional<TierKind> tier_from_string(std::string_view s) {
-  for (const auto& [k, v] : kTierNames)
-    if (s == v) return k;
-  return std::nullopt;
-}
 const char* to_string(TierState s) {
   return name_of(kStateNames, s);
 }
@@ -211,6 +210,27 @@ std::vector<std::string> Certificate::healthy() const {
     if (!gone) out.push_back(h);
   }
   return out;
+}
+
+double run_estimate_s(const Certificate& c) {
+  const auto* nodes = c.tier(TierKind::Nodes);
+  return nodes && nodes->state == TierState::Decided ? nodes->run_seconds : 0.0;
+}
+
+double minutes_needed(TierKind kind, std::size_t healthy, double run_s) {
+  if (kind == TierKind::Links) return 2 * run_s / 60;
+  if (kind == TierKind::Scale) return static_cast<double>(ladder(healthy).size()) * run_s / 60;
+  return 0;
+}
+
+std::string over_budget(TierKind kind, std::size_t healthy, double run_s, double budget_minutes,
+                        double elapsed_min) {
+  if (budget_minutes <= 0) return "";
+  const double left = budget_minutes - elapsed_min;
+  const double need = minutes_needed(kind, healthy, run_s);
+  if (left > 0 && need <= left) return "";
+  return fmt::format("budget: about {:.1f} min needed, {:.1f} of --budget-minutes {} left", need,
+                     std::max(0.0, left), budget_minutes);
 }
 
 std::vector<std::size_t> ladder(std::size_t n) {

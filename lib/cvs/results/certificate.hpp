@@ -26,7 +26,6 @@ namespace cvs {
 
 enum class TierKind { Preflight, Nodes, Links, Scale };
 const char* to_string(TierKind t);
-std::optional<TierKind> tier_from_string(std::string_view s);
 
 enum class TierState { Pending, Decided, NotRun };
 const char* to_string(TierState s);
@@ -69,6 +68,9 @@ struct TierRecord {
   double node_minutes = 0;   // node-seconds of its runs / 60
   long long node_steps = 0;  // training steps of its runs, times their nodes
   std::string dir;           // where its runs are
+  // Nodes tier: the wall seconds of its one batch of runs (every node at once), the estimate of
+  // one training run that --budget-minutes holds the later tiers against, kept for --resume.
+  double run_seconds = 0;
 };
 
 struct CertificateInputs {
@@ -115,6 +117,16 @@ std::vector<std::size_t> ladder(std::size_t n);
 double scaling_bound_pct(std::size_t nodes, double per_doubling);
 // Each rung's efficiency against rungs[0] (the 1-node rung), its interval and verdict.
 void score_ladder(std::vector<Rung>& rungs, double per_doubling);
+
+// One training run's seconds as a certification measured it (its nodes tier's batch; 0 before
+// that tier ran), and the minutes a tier is expected to need on `healthy` nodes from it: links two
+// rounds of pairs, scale one run per rung of the ladder, the others 0 (they run first).
+double run_estimate_s(const Certificate& c);
+double minutes_needed(TierKind kind, std::size_t healthy, double run_s);
+// Before a tier: "" when it fits what is left of budget_minutes after elapsed_min (0: no budget),
+// else why it does not start.
+std::string over_budget(TierKind kind, std::size_t healthy, double run_s, double budget_minutes,
+                        double elapsed_min);
 
 // The verdict from the tiers: Error when a tier errored, Incomplete when one did not run, else
 // Certified when every node is healthy or at least min_nodes are, NotCertified otherwise.

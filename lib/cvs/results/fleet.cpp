@@ -1,5 +1,7 @@
 #include "cvs/results/fleet.hpp"
 
+#include "cvs/base/text.hpp"
+
 #include "cvs/results/results_file.hpp"
 
 #include <algorithm>
@@ -309,12 +311,6 @@ std::string fleet_reasons(const NodeScore& node) {
 
 namespace {
 
-void write_text(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream out(p);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + p.string());
-}
-
 nlohmann::ordered_json fleet_json(const FleetScore& score, const FleetPolicy& policy) {
   nlohmann::ordered_json j;
   j["policy"] = {
@@ -357,10 +353,10 @@ void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& sco
     if (auto h = host_of.find(n.name); h != host_of.end())
       exclude += (exclude.empty() ? "" : ",") + h->second;
   }
-  write_text(dir / "suspect_nodes.txt", suspects);
-  write_text(dir / "healthy_nodes.txt", healthy);
-  write_text(dir / "slurm_exclude.txt", exclude.empty() ? "" : "--exclude=" + exclude + "\n");
-  write_text(dir / "fleet.json", fleet_json(score, policy).dump(2) + "\n");
+  write_file_whole(dir / "suspect_nodes.txt", suspects);
+  write_file_whole(dir / "healthy_nodes.txt", healthy);
+  write_file_whole(dir / "slurm_exclude.txt", exclude.empty() ? "" : "--exclude=" + exclude + "\n");
+  write_file_whole(dir / "fleet.json", fleet_json(score, policy).dump(2) + "\n");
 }
 
 }  // namespace cvs

@@ -1,0 +1,124 @@
+// `--summary-md FILE`: a session or fleet run in Markdown, for a CI job's summary page (GitHub's
+// $GITHUB_STEP_SUMMARY, a Jenkins description, a merge request comment): the verdict first, every
+// gate that did not pass with its interval and words, the stages' counts, and links to the files.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cvs/base/format.hpp"
+#include "cvs/base/text.hpp"
+#include "cvs/reporters.hpp"
+
+namespace cvs::report {
+namespace {
+
+// A table cell: no newline, no unescaped pipe.
+std::string cell(const std::string& s) {
+  std::string o;
+  for (const char c : s) {
+    if (c == '\n' || c == '\r')
+      o += ' ';
+    else if (c == '|')
+      o += "\\|";
+    else
+      o += c;
+  }
+  return o;
+}
+
+bool not_passed(Outcome o) {
+  return o == Outcome::Fail || o == Outcome::Inconclusive || o == Outcome::Error;
+}
+
+std::string session_markdown(const Results& r, const std::string& folder) {
+  std::string md = fmt::format("## {}: **{}**\n\n", r.suite, to_string(r.status()));
+  md += fmt::format("Config `{}` ({}), {} node(s) × {} GPU(s), started {}.\n\n", r.config.file,
+                    r.config.model, r.cluster.nodes.size(), r.config.gpus_per_node, r.started_at);
+  std::string gates;
+  for (const auto& [key, sweep] : r.sweeps)
+    for (const auto& e : sweep.evaluations) {
+      if (!not_passed(e.outcome)) continue;
+      const std::string interval =
+          e.interval ? "[" + short_number(e.interval->first) + ", " + short_number(e.interval->second) + "]"
+                     : "-";
+      const std::string gate = e.gate ? e.gate->kind + " " + short_number(e.gate->threshold) : "-";
+      gates += fmt::format("| `{}` | {} | **{}** | {} | {} | {} | {} |\n", key, e.metric,
+                           to_string(e.outcome), short_number(e.value), interval, gate, cell(e.message));
+    }
+  std::string stages;
+  int passed = 0, failed = 0, errors = 0, skipped = 0;
+  for (const auto& s : r.stages) {
+    if (s.outcome == Outcome::Pass || s.outcome == Outcome::Record) ++passed;
+    if (s.outcome == Outcome::Fail || s.outcome == Outcome::Inconclusive) ++failed;
+    if (s.outcome == Outcome::Error) ++errors;
+    if (s.outcome == Outcome::Skipped || s.outcome == Outcome::NA) ++skipped;
+    if (not_passed(s.outcome) && s.stage != "test_metric")
+      stages += fmt::format("| {} | **{}** | {} |\n", s.test, to_string(s.outcome), cell(s.message));
+  }
+  if (!gates.empty())
+    md +=
+        "### Gates not passed\n\n| Sweep | Metric | Outcome | Value | Interval | Gate | Why "
+        "|\n|---|---|---|---|---|---|---|\n" +
+        gates + "\n";
+  if (!stages.empty())
+    md += "### Stages not passed\n\n| Stage | Outcome | Why |\n|---|---|---|\n" + stages + "\n";
+  md += fmt::format("Stages: {} passed, {} failed, {} errors, {} skipped or N/A.\n\n", passed, failed, errors,
+                    skipped);
+  md += fmt::format(
+      "Files: [report.html]({0}/report.html) · [results.json]({0}/results.json) · "
+      "[junit.xml]({0}/junit.xml)\n",
+      folder);
+  return md;
+}
+
+std::string fleet_markdown(const FleetReport& f, const std::string& folder) {
+  const auto suspects = f.score.suspects();
+  std::string md = fmt::format("## jaxmaxtext_fleet: **{}**\n\n{} node(s), {} suspect(s).\n\n",
+                               suspects.empty() ? "PASS" : "FAIL", f.score.nodes.size(), suspects.size());
+  if (!suspects.empty()) {
+    md += "| Node | Why |\n|---|---|\n";
+    for (const auto& n : f.score.nodes)
+      if (n.suspect) md += fmt::format("| {} | {} |\n", n.name, cell(fleet_reasons(n)));
+    md += "\n";
+  }
+  if (f.pairs)
+    for (const auto& [a, b] : f.pairs->slow_links) md += fmt::format("Slow link: {} ↔ {}\n\n", a, b);
+  md += fmt::format(
+      "Files: [fleet.html]({0}/fleet.html) · [fleet.json]({0}/fleet.json) · "
+      "[suspect_nodes.txt]({0}/suspect_nodes.txt)\n",
+      folder);
+  return md;
+}
+
+class MarkdownSummaryReporter : public Reporter {
+ public:
+  explicit MarkdownSummaryReporter(std::string file) : file_(std::move(file)) {}
+  std::string name() const override { return "summary"; }
+  std::string write(const ReportContext& c) override {
+    // The links from where the summary is, to the run's folder.
+    std::error_code ec;
+    auto rel = std::filesystem::relative(std::filesystem::absolute(c.folder),
+                                         std::filesystem::absolute(file_).parent_path(), ec);
+    const std::string folder =
+        ec || rel.empty() ? std::filesystem::absolute(c.folder).string() : rel.string();
+    if (c.fleet)
+      write_file_whole(file_, fleet_markdown(*c.fleet, folder));
+    else if (c.results)
+      write_file_whole(file_, session_markdown(*c.results, folder));
+    else
+      return "";
+    return file_;
+  }
+
+ private:
+  std::string file_;
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_markdown_summary(const std::string& file) {
+  return std::make_unique<MarkdownSummaryReporter>(file);
+}
+
+}  // namespace cvs::report
