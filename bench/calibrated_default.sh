@@ -16,11 +16,14 @@ export CVS_CALIBRATION_DIR="$work/calibration" CVS_HISTORY=none
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(date -u +%F)"
 t0=$(date +%s)
 config=$root/configs/cpu_jaxmaxtext_tiny_single.json
-if ! "$cvs" calibrate --config "$config" --work-dir "$work/calibrate" >"$work/calibrate.log" 2>&1; then
-  echo "cvs calibrate refused or failed (exit $?): the machine was too noisy for a calibration"
-  tail -n 20 "$work/calibrate.log"
-  exit 1
-fi
+# A calibration this machine's noise refuses is the tool doing its job: once more, then give up.
+for attempt in 1 2; do
+  rc=0
+  "$cvs" calibrate --config "$config" --work-dir "$work/calibrate-$attempt" >"$work/calibrate-$attempt.log" 2>&1 || rc=$?
+  [[ $rc -eq 0 ]] && break
+  echo "cvs calibrate attempt $attempt: exit $rc: $(grep -m1 'refused' "$work/calibrate-$attempt.log" | cut -c1-300)"
+done
+[[ $rc -eq 0 ]] || exit 1
 echo "calibrated in $(($(date +%s) - t0)) s: $(ls "$CVS_CALIBRATION_DIR")"
 fails=0
 for i in $(seq 1 "$runs"); do

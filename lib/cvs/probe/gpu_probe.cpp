@@ -149,20 +149,24 @@ GpuProbe parse_nvidia_smi_csv(const std::string& text) {
   return p;
 }
 
+// The compute-process listing of the probe: `procs CMD PATTERN` prints CMD's answer, asked again
+// after 2 s when it lists a process (PATTERN): a process that just ended (the JAX probe a moment
+// before) can linger in the first answer while the driver tears its context down.
 std::vector<std::string> gpu_probe_command() {
   return {"sh", "-c",
+          "procs() { a=$(sh -c \"$1\" 2>&1); if printf '%s' \"$a\" | grep -q \"$2\"; then sleep 2; "
+          "a=$(sh -c \"$1\" 2>&1); fi; printf '%s\\n' \"$a\"; }; "
           "if command -v amd-smi >/dev/null 2>&1; then echo CVS-AMDSMI-STATIC; amd-smi static --asic --vram "
           "--json; "
           "echo; echo CVS-AMDSMI-METRIC; amd-smi metric --mem-usage --json; "
-          "echo; echo CVS-AMDSMI-PROCESS; amd-smi process --json 2>&1; "
+          "echo; echo CVS-AMDSMI-PROCESS; procs 'amd-smi process --json' '\"pid\"'; "
           "elif command -v rocm-smi >/dev/null 2>&1; then echo CVS-ROCMSMI; rocm-smi --showproductname "
-          "--showmeminfo vram --json; echo; echo CVS-ROCMSMI-PIDS; rocm-smi --showpids --json 2>&1; "
+          "--showmeminfo vram --json; echo; echo CVS-ROCMSMI-PIDS; procs 'rocm-smi --showpids --json' PID; "
           "elif command -v nvidia-smi >/dev/null 2>&1; then echo CVS-NVSMI; "
           "nvidia-smi --query-gpu=index,name,memory.total,memory.free,compute_cap,uuid "
           "--format=csv,noheader,nounits; "
-          "echo CVS-NVSMI-APPS; nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory "
-          "--format=csv,nounits "
-          "2>&1; "
+          "echo CVS-NVSMI-APPS; procs 'nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory "
+          "--format=csv,nounits' '^[^p]*[0-9]'; "
           "else echo CVS-NONE; fi"};
 }
 
