@@ -78,8 +78,8 @@ TEST(HistoryStore, IngestIsIdempotentAndTheLedgerAndLemonsReadIt) {
   EXPECT_EQ(s->sessions("cpu_jaxmaxtext_tiny_single", "rack7", "2026-11-04").size(), 6u);
   const auto ledger = s->ledger("gpu-07");
   ASSERT_EQ(ledger.size(), 6u);
-  EXPECT_EQ(ledger[0].outcome, "FAIL");
-  EXPECT_EQ(ledger[1].outcome, "PASS");
+  EXPECT_EQ(ledger[0].outcome, cvs::Outcome::Fail);
+  EXPECT_EQ(ledger[1].outcome, cvs::Outcome::Pass);
   const auto lemons = s->lemons(2, 5, 10);
   ASSERT_EQ(lemons.size(), 1u);
   EXPECT_EQ(lemons[0].node, "gpu-07");

@@ -32,7 +32,7 @@ int print_sessions(history::Store& s, const std::string& config, const std::stri
                    {"kind", r.kind},
                    {"suite", r.suite},
                    {"started_at", r.started_at},
-                   {"status", r.status},
+                   {"status", history::outcome_text(r.status)},
                    {"config", r.config_file},
                    {"config_sha256", r.config_sha256},
                    {"cluster", r.cluster},
@@ -44,7 +44,7 @@ int print_sessions(history::Store& s, const std::string& config, const std::stri
                            "NODES", "CONFIG @ CLUSTER");
   for (const auto& r : rows)
     std::cout << fmt::format("{:<21} {:<12} {:<24} {:<7} {:>5}  {} @ {}\n", r.started_at, r.kind, r.suite,
-                             r.status, r.nodes, r.config_file, r.cluster);
+                             history::outcome_text(r.status), r.nodes, r.config_file, r.cluster);
   std::cout << rows.size() << " session(s) in " << s.where() << "\n";
   return kExitOk;
 }
@@ -62,7 +62,7 @@ int print_ledger(history::Store& s, const std::string& node, bool json) {
                    {"started_at", r.started_at},
                    {"kind", r.kind},
                    {"config", r.config_file},
-                   {"outcome", r.outcome},
+                   {"outcome", history::outcome_text(r.outcome)},
                    {"suspect", r.suspect},
                    {"evidence", r.evidence},
                    {"figure", opt(r.figure)}});
@@ -72,8 +72,9 @@ int print_ledger(history::Store& s, const std::string& node, bool json) {
   std::cout << fmt::format("{:<21} {:<12} {:<10} {:<8} {}\n", "STARTED", "KIND", "OUTCOME", "SUSPECT",
                            "EVIDENCE");
   for (const auto& r : rows)
-    std::cout << fmt::format("{:<21} {:<12} {:<10} {:<8} {}\n", r.started_at, r.kind, r.outcome,
-                             r.suspect ? "yes" : "", r.evidence.substr(0, 160));
+    std::cout << fmt::format("{:<21} {:<12} {:<10} {:<8} {}\n", r.started_at, r.kind,
+                             history::outcome_text(r.outcome), r.suspect ? "yes" : "",
+                             r.evidence.substr(0, 160));
   return kExitOk;
 }
 

@@ -112,7 +112,8 @@ std::string openmetrics_text(const SessionEntry& e) {
                                        label_value(cluster_of(e)), label_value(e.id.substr(0, 12)));
   Families fam;
   fam.add("cvs_maxtext_session_passed", "1 when the session's status is PASS",
-          base + fmt::format(",status=\"{}\"", label_value(e.status)), e.status == "PASS" ? 1.0 : 0.0);
+          base + fmt::format(",status=\"{}\"", label_value(to_string(e.status))),
+          e.status == Outcome::Pass ? 1.0 : 0.0);
   fam.add("cvs_maxtext_session_start_timestamp_seconds", "when the session started (Unix time)", base,
           epoch_of(e.started_at));
   for (const auto& m : e.metrics) {
@@ -126,9 +127,10 @@ std::string openmetrics_text(const SessionEntry& e) {
       fam.add(name + "_low", m.metric + ": the low end of its steady-state interval", labels, *m.lo * f);
       fam.add(name + "_high", m.metric + ": the high end of its steady-state interval", labels, *m.hi * f);
     }
-    if (!m.outcome.empty())
+    if (m.outcome)
       fam.add("cvs_maxtext_gate", "1 for a gate's outcome",
-              labels + ",metric=\"" + label_value(m.metric) + "\",outcome=\"" + label_value(m.outcome) + "\"",
+              labels + ",metric=\"" + label_value(m.metric) + "\",outcome=\"" +
+                  label_value(to_string(*m.outcome)) + "\"",
               1.0);
   }
   if (e.kind == "fleet")

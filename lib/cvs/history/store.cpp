@@ -66,13 +66,21 @@ bool config_matches(const std::string& file, const std::string& filter) {
 
 }  // namespace
 
+std::string outcome_text(const RunOutcome& o) {
+  return o ? to_string(*o) : "NO RESULTS";
+}
+
+RunOutcome outcome_of_text(const std::string& s) {
+  return outcome_from_string(s);  // "NO RESULTS", "" (older stores' ungated metrics): none
+}
+
 SessionEntry entry_of_session(const Results& r, const std::string& source) {
   SessionEntry e;
   e.kind = "suite";
   e.suite = r.suite;
   e.started_at = r.started_at;
   e.finished_at = r.finished_at;
-  e.status = to_string(r.status());
+  e.status = r.status();
   e.config_file = r.config.file;
   e.config_sha256 = r.config.sha256;
   e.cluster = r.cluster.file.empty() ? "localhost" : r.cluster.file;
@@ -85,13 +93,13 @@ SessionEntry entry_of_session(const Results& r, const std::string& source) {
     std::map<std::string, const EvaluationRecord*> ev;
     for (const auto& x : sw.evaluations) ev[x.metric.substr(x.metric.rfind('.') + 1)] = &x;
     for (const auto& [name, v] : sw.metrics) {
-      MetricEntry m{key, name, finite(v), {}, {}, {}, ""};
+      MetricEntry m{key, name, finite(v), {}, {}, {}, std::nullopt};
       if (const auto* iv = sw.steady_state ? sw.steady_state->interval(name) : nullptr) {
         m.estimate = finite(iv->estimate);
         m.lo = finite(iv->lo);
         m.hi = finite(iv->hi);
       }
-      if (auto it = ev.find(name); it != ev.end()) m.outcome = to_string(it->second->outcome);
+      if (auto it = ev.find(name); it != ev.end()) m.outcome = it->second->outcome;
       e.metrics.push_back(std::move(m));
     }
   }
@@ -122,7 +130,7 @@ SessionEntry entry_of_fleet(const fs::path& folder) {
     if (fs::exists(res)) {
       try {
         const auto r = read_results(res);
-        ne.outcome = to_string(r.status());
+        ne.outcome = r.status();
         if (e.started_at.empty() || r.started_at < e.started_at) e.started_at = r.started_at;
         if (r.finished_at > e.finished_at) e.finished_at = r.finished_at;
         if (e.config_file.empty()) {
@@ -134,17 +142,15 @@ SessionEntry entry_of_fleet(const fs::path& folder) {
                   sw.steady_state ? sw.steady_state->interval("tokens_per_sec_per_gpu") : nullptr)
             ne.figure = finite(iv->estimate);
       } catch (const std::exception&) {
-        ne.outcome = "NO RESULTS";
+        ne.outcome = std::nullopt;  // no results to read
       }
-    } else {
-      ne.outcome = "NO RESULTS";
     }
     e.node_entries.push_back(std::move(ne));
   }
   if (e.started_at.empty()) e.started_at = fs::path(folder).filename().string();
   for (const auto& n : names) e.cluster += (e.cluster.empty() ? "" : ",") + n;
   e.nodes = static_cast<int>(names.size());
-  e.status = f.value("suspects", nlohmann::json::array()).empty() ? "PASS" : "FAIL";
+  e.status = f.value("suspects", nlohmann::json::array()).empty() ? Outcome::Pass : Outcome::Fail;
   e.id = session_id(e);
   return e;
 }
@@ -159,7 +165,7 @@ SessionEntry entry_of_calibration(const fs::path& file, const std::vector<Result
   e.kind = "calibration";
   e.suite = "cvs calibrate";
   e.source = file.string();
-  e.status = "PASS";
+  e.status = Outcome::Pass;
   e.started_at = repeats.empty() ? cal.value("date", std::string()) : repeats.front().started_at;
   e.finished_at = repeats.empty() ? e.started_at : repeats.back().finished_at;
   if (!repeats.empty()) {
@@ -174,7 +180,7 @@ SessionEntry entry_of_calibration(const fs::path& file, const std::vector<Result
   const J statistics = cal.contains("statistics") ? cal["statistics"] : J::object();
   for (auto s = statistics.begin(); s != statistics.end(); ++s)
     for (auto m = s.value().begin(); m != s.value().end(); ++m) {
-      MetricEntry me{s.key(), m.key(), {}, {}, {}, {}, "CALIBRATED"};
+      MetricEntry me{s.key(), m.key(), {}, {}, {}, {}, std::nullopt};  // a calibration decides no gate
       if (m.value().contains("median")) me.estimate = me.value = m.value()["median"].get<double>();
       if (c.contains(s.key()) && c[s.key()].contains("training." + m.key()))
         me.lo = me.hi = c[s.key()]["training." + m.key()].value("value", 0.0);  // the gate
@@ -271,8 +277,9 @@ bool Store::record(const SessionEntry& e) {
         "INSERT INTO sessions (id, kind, suite, started_at, finished_at, status, config_file, config_sha256, "
         "cluster, nodes, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
         {Value::of(e.id), Value::of(e.kind), Value::of(e.suite), Value::of(e.started_at),
-         Value::of(e.finished_at), Value::of(e.status), Value::of(e.config_file), Value::of(e.config_sha256),
-         Value::of(e.cluster), Value::of(static_cast<double>(e.nodes)), Value::of(e.source)});
+         Value::of(e.finished_at), Value::of(std::string(to_string(e.status))), Value::of(e.config_file),
+         Value::of(e.config_sha256), Value::of(e.cluster), Value::of(static_cast<double>(e.nodes)),
+         Value::of(e.source)});
     for (const auto& [k, v] : e.provenance)
       db_->exec("INSERT INTO provenance (session_id, field, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 {Value::of(e.id), Value::of(k), Value::of(v)});
@@ -282,14 +289,15 @@ bool Store::record(const SessionEntry& e) {
           "?, ?, ?, "
           "?, ?, ?) ON CONFLICT DO NOTHING",
           {Value::of(e.id), Value::of(m.sweep), Value::of(m.metric), Value::of(m.value),
-           Value::of(m.estimate), Value::of(m.lo), Value::of(m.hi), Value::of(m.outcome)});
+           Value::of(m.estimate), Value::of(m.lo), Value::of(m.hi),
+           m.outcome ? Value::of(std::string(to_string(*m.outcome))) : Value()});
     for (const auto& n : e.node_entries)
       db_->exec(
           "INSERT INTO nodes (session_id, node, outcome, suspect, evidence, figure) VALUES (?, ?, ?, ?, ?, "
           "?) ON "
           "CONFLICT DO NOTHING",
-          {Value::of(e.id), Value::of(n.node), Value::of(n.outcome), Value::of(n.suspect ? 1.0 : 0.0),
-           Value::of(n.evidence), Value::of(n.figure)});
+          {Value::of(e.id), Value::of(n.node), Value::of(outcome_text(n.outcome)),
+           Value::of(n.suspect ? 1.0 : 0.0), Value::of(n.evidence), Value::of(n.figure)});
     // For the crash test (HistoryStore.AWriterKilledInsideItsTransactionLeavesTheStoreAsItWas):
     // with CVS_HISTORY_TEST_HOLD=FILE the writer says it is inside its transaction (FILE) and
     // waits there to be killed.
@@ -315,9 +323,15 @@ std::vector<SessionRow> Store::sessions(const std::string& config, const std::st
                                   "cluster, nodes FROM sessions "
                                   "WHERE started_at >= ? ORDER BY started_at, id",
                                   {Value::of(since)})) {
-    SessionRow s{r[0].str(), r[1].str(), r[2].str(),
-                 r[3].str(), r[4].str(), r[5].str(),
-                 r[6].str(), r[7].str(), static_cast<int>(r[8].num())};
+    SessionRow s{r[0].str(),
+                 r[1].str(),
+                 r[2].str(),
+                 r[3].str(),
+                 outcome_of_text(r[4].str()),
+                 r[5].str(),
+                 r[6].str(),
+                 r[7].str(),
+                 static_cast<int>(r[8].num())};
     if (!config_matches(s.config_file, config)) continue;
     if (!cluster.empty() && s.cluster != cluster && stem_of(s.cluster) != cluster) continue;
     out.push_back(std::move(s));
@@ -332,8 +346,8 @@ std::vector<LedgerRow> Store::ledger(const std::string& node) const {
                   "n.figure FROM nodes n "
                   "JOIN sessions s ON s.id = n.session_id WHERE n.node = ? ORDER BY s.started_at, s.id",
                   {Value::of(node)}))
-    out.push_back({r[0].str(), r[1].str(), r[2].str(), r[3].str(), r[4].str(), r[5].num() != 0, r[6].str(),
-                   r[7].is_null() ? std::nullopt : std::optional(r[7].num())});
+    out.push_back({r[0].str(), r[1].str(), r[2].str(), r[3].str(), outcome_of_text(r[4].str()),
+                   r[5].num() != 0, r[6].str(), r[7].is_null() ? std::nullopt : std::optional(r[7].num())});
   return out;
 }
 
@@ -349,10 +363,10 @@ std::vector<Lemon> Store::lemons(int k, int n, double fall_pct) const {
         rows.size() > static_cast<std::size_t>(n) ? rows.size() - static_cast<std::size_t>(n) : 0;
     for (std::size_t i = from; i < rows.size(); ++i) {
       ++l.of_last;
-      if (rows[i].suspect || rows[i].outcome == "FAIL" || rows[i].outcome == "ERROR") {
+      if (rows[i].suspect || rows[i].outcome == Outcome::Fail || rows[i].outcome == Outcome::Error) {
         ++l.suspect_in;
-        l.evidence =
-            rows[i].started_at + ": " + (rows[i].evidence.empty() ? rows[i].outcome : rows[i].evidence);
+        l.evidence = rows[i].started_at + ": " +
+                     (rows[i].evidence.empty() ? outcome_text(rows[i].outcome) : rows[i].evidence);
       }
     }
     std::vector<double> fig;
@@ -403,7 +417,7 @@ std::vector<SessionEntry> Store::latest_sessions() const {
     e.kind = r[1].str();
     e.suite = r[2].str();
     e.started_at = r[3].str();
-    e.status = r[4].str();
+    e.status = outcome_of_text(r[4].str()).value_or(Outcome::Error);
     e.config_file = r[5].str();
     e.cluster = r[6].str();
     e.nodes = static_cast<int>(r[7].num());
@@ -417,7 +431,8 @@ std::vector<SessionEntry> Store::latest_sessions() const {
       e.metrics.push_back({m[0].str(), m[1].str(), m[2].is_null() ? std::nullopt : std::optional(m[2].num()),
                            m[3].is_null() ? std::nullopt : std::optional(m[3].num()),
                            m[4].is_null() ? std::nullopt : std::optional(m[4].num()),
-                           m[5].is_null() ? std::nullopt : std::optional(m[5].num()), m[6].str()});
+                           m[5].is_null() ? std::nullopt : std::optional(m[5].num()),
+                           m[6].is_null() ? std::nullopt : outcome_of_text(m[6].str())});
     out.push_back(std::move(e));
   }
   return out;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cvs/catalog/outcome.hpp"
 #include "cvs/history/db.hpp"
 
 namespace cvs {
@@ -32,21 +33,31 @@ namespace cvs::history {
 
 inline constexpr int kSchemaVersion = 1;
 
+// An outcome in the history: a gate's or a node's run; none when there is none (a metric no gate
+// decided, a node that left no results). Text only at the SQL and output edges: outcome_text
+// ("PASS" ... or "NO RESULTS") and outcome_of_text.
+using RunOutcome = std::optional<Outcome>;
+std::string outcome_text(const RunOutcome& o);
+RunOutcome outcome_of_text(const std::string& s);
+
 struct MetricEntry {
   std::string sweep, metric;  // metric without "training."
   std::optional<double> value, estimate, lo, hi;
-  std::string outcome;
+  RunOutcome outcome;
 };
 
 struct NodeEntry {
-  std::string node, outcome;
+  std::string node;
+  RunOutcome outcome;
   bool suspect = false;
   std::string evidence;          // why, when a suspect
   std::optional<double> figure;  // its tokens/s (fleet runs: per node)
 };
 
 struct SessionEntry {
-  std::string id, kind, suite, started_at, finished_at, status, config_file, config_sha256, cluster, source;
+  std::string id, kind, suite, started_at, finished_at;
+  Outcome status = Outcome::Pass;
+  std::string config_file, config_sha256, cluster, source;
   int nodes = 0;
   std::vector<std::pair<std::string, std::string>> provenance;
   std::vector<MetricEntry> metrics;
@@ -64,12 +75,15 @@ SessionEntry entry_of_calibration(const std::filesystem::path& file, const std::
 SessionEntry entry_of_folder(const std::filesystem::path& path);
 
 struct SessionRow {
-  std::string id, kind, suite, started_at, status, config_file, config_sha256, cluster;
+  std::string id, kind, suite, started_at;
+  RunOutcome status;
+  std::string config_file, config_sha256, cluster;
   int nodes = 0;
 };
 
 struct LedgerRow {
-  std::string session_id, started_at, kind, config_file, outcome;
+  std::string session_id, started_at, kind, config_file;
+  RunOutcome outcome;
   bool suspect = false;
   std::string evidence;
   std::optional<double> figure;
