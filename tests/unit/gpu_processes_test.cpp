@@ -62,6 +62,55 @@ TEST(GpuProcesses, TheSetupCheckFailsANodeWhoseGpuAnotherProcessHolds) {
   EXPECT_EQ(cvs::check_probe(back, "h200", 1), bad);
 }
 
+namespace {
+
+// A folder with an AMD tool named `tool` answering as `script` says (a sh case on "$1").
+std::filesystem::path stand_in(const std::string& tool, const std::string& script) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("stand_in_" + tool);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / tool) << "#!/bin/sh\n" << script;
+  std::filesystem::permissions(dir / tool, std::filesystem::perms::owner_all);
+  return dir;
+}
+
+cvs::GpuProbe probe_with(const std::filesystem::path& dir) {
+  const auto out = cvs::test::run_command("PATH=" + shell_quote(dir.string()) + ":/usr/bin:/bin sh -c " +
+                                          shell_quote(cvs::gpu_probe_command()[2]));
+  EXPECT_EQ(out.exit_code, 0) << out.out;
+  return cvs::parse_probe_output(out.out);
+}
+
+}  // namespace
+
+// The AMD tools' forms through the same process boundary: amd-smi (the recorded MI355X answers,
+// a process on GPU 3) and rocm-smi (the recorded MI300X answer, a stale job with no GPU index).
+TEST(GpuProcesses, TheSetupCheckReadsTheAmdToolsProcessListsToo) {
+  const auto data = cvs::test::data("gpu_probe");
+  const auto amd = stand_in(
+      "amd-smi",
+      "case \"$1\" in\n  static) cat " + shell_quote((data / "amd_smi_static_mi355x_8.json").string()) +
+          " ;;\n  metric) cat " + shell_quote((data / "amd_smi_metric_mi355x_8.json").string()) +
+          " ;;\n  process) echo '[{\"gpu\": 3, \"process_list\": [{\"process_info\": {\"name\": \"python3\", "
+          "\"pid\": 4242, \"memory_usage\": {\"vram_mem\": {\"value\": 2048, \"unit\": \"MB\"}}}}]}]' "
+          ";;\nesac\n");
+  auto p = probe_with(amd);
+  ASSERT_EQ(p.devices.size(), 8u) << p.error;
+  ASSERT_TRUE(p.processes_listed) << p.processes_error;
+  auto bad = cvs::check_probe(p, "mi35x", 8);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NE(bad[0].find("GPU 3: pid 4242 (python3, 2048 MiB) is on it"), std::string::npos) << bad[0];
+  const auto rocm =
+      stand_in("rocm-smi",
+               "case \"$1\" in\n  --showpids) echo '{\"system\": {\"PID77\": \"stale_job, 1, 1073741824, 0, "
+               "unknown\"}}' ;;\n  *) cat " +
+                   shell_quote((data / "rocm_smi_mi300x_8.json").string()) + " ;;\nesac\n");
+  p = probe_with(rocm);
+  ASSERT_EQ(p.devices.size(), 8u) << p.error;
+  bad = cvs::check_probe(p, "mi3xx", 8);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NE(bad[0].find("a GPU: pid 77 (stale_job, 1024 MiB) is on it"), std::string::npos) << bad[0];
+}
+
 TEST(GpuProcesses, NvidiaSmiListsReadWithOrWithoutHeaderAndUnits) {
   auto l = cvs::parse_nvidia_compute_apps(
       cvs::test::read_file(cvs::test::data("h200/neighbour_query_compute_apps.csv")));
