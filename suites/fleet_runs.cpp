@@ -2,6 +2,8 @@
 
 #include "cvs/base/text.hpp"
 
+#include <csignal>
+
 #include <spdlog/spdlog.h>
 
 #include <fstream>
@@ -23,6 +25,14 @@ std::string folder_name(const std::string& node) {
 
 void write_json(const fs::path& file, const nlohmann::ordered_json& j) {
   write_file_whole(file, j.dump(2) + "\n");
+}
+
+void stop_on_interrupt() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_interrupted.store(true); };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 }
 
 fs::path suite_binary(const char* name) {

@@ -52,6 +52,11 @@ const Node& node_named(const Cluster& cluster, const std::string& name);
 
 // A Slurm cluster: one allocation for the whole run, every suite run in it (slurm.job_id,
 // slurm.nodelist), released by release() or whatever happens.
+// Ctrl-C and SIGTERM (a Jenkins abort, scancel) set g_interrupted: passed on to every run (each in
+// a process group of its own), which stops its training and ends ERROR; fleet mode and certify then
+// finish what they have, release a Slurm allocation and write their outputs.
+void stop_on_interrupt();
+
 class Allocation {
  public:
   explicit Allocation(Cluster& cluster, const char* who) : cluster_(cluster), who_(who) {}

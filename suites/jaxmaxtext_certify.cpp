@@ -14,8 +14,6 @@
 // Exit 0 certified, 1 not (or incomplete: budget, Ctrl-C), 2 bad input, 3 infrastructure.
 #include <spdlog/spdlog.h>
 
-#include <csignal>
-
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
@@ -88,14 +86,6 @@ Options parse_options(CLI::App& app, int argc, char** argv) {
 
 // Ctrl-C: passed on to every run (run_all), which stops its training and ends ERROR; the tier in
 // flight is left undecided, the certificate written, and --resume continues from it.
-void on_interrupt() {
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { cvs::g_interrupted.store(true); };
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
 void print_summary(const cvs::Certificate& c, const fs::path& out) {
   std::cout << "certify: " << to_string(c.verdict) << " - " << c.verdict_reason << "\n";
   for (const auto& t : c.tiers)
@@ -133,7 +123,7 @@ int main(int argc, char** argv) {
     for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
     return 2;
   }
-  on_interrupt();
+  cvs::fleet::stop_on_interrupt();
   auto& cert = in.certificate;
   // Caught once, here: whatever a tier throws (a config it derives, a write on a full disk, a
   // reporter), the stack unwinds first, so the Slurm allocation is released on every path.

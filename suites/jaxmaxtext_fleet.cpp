@@ -16,8 +16,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <csignal>
-
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
@@ -211,14 +209,7 @@ int main(int argc, char** argv) {
     for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
     return 2;
   }
-  // Ctrl-C or SIGTERM (a Jenkins abort, scancel): passed on to every node's (and pair's) run, each
-  // in a process group of its own (run_all), which stops its training and ends ERROR; the fleet then
-  // scores what it has, releases a Slurm allocation and writes its outputs.
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { cvs::g_interrupted.store(true); };
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  cvs::fleet::stop_on_interrupt();  // the fleet scores what it has, releases, writes its outputs
   // Caught once, here, after the stack unwound (a Slurm allocation released on every path).
   try {
     fs::create_directories(o.output);
