@@ -123,7 +123,7 @@ TEST(GpuProcesses, NvidiaSmiListsReadWithOrWithoutHeaderAndUnits) {
   l = cvs::parse_nvidia_compute_apps(
       "gpu_uuid, pid, process_name, used_gpu_memory [MiB]\nGPU-aaa, 4242, python3, 70000\nGPU-bbb, 484, "
       "python3, 1002\n",
-      {{"GPU-aaa", 0}, {"GPU-bbb", 3}});
+      {{0, "GPU-aaa"}, {3, "GPU-bbb"}});
   ASSERT_EQ(l.processes.size(), 2u);
   EXPECT_EQ(l.processes[1].gpu, 3);
   EXPECT_EQ(cvs::describe(l.processes[1]), "GPU 3: pid 484 (python3, 1002 MiB)");
@@ -228,7 +228,7 @@ TEST(GpuProcesses, TheRealNeighbourSessionIsExplainedByItsProcess) {
   auto t = cvs::telemetry_from_json(node["telemetry"]);
   EXPECT_EQ(cvs::explain_telemetry(t), "") << "what the record said then: nothing";
   const auto apps = cvs::parse_nvidia_compute_apps(
-      cvs::test::read_file(cvs::test::data("h200/neighbour_query_compute_apps.csv")), {{"GPU-h200", 0}});
+      cvs::test::read_file(cvs::test::data("h200/neighbour_query_compute_apps.csv")), {{0, "GPU-h200"}});
   ASSERT_EQ(apps.processes.size(), 1u);
   t.shared_gpu.push_back({apps.processes[0], 1.0, false});
   EXPECT_EQ(cvs::explain_telemetry(t), "GPU 0 shared with pid 484 (python3, 1002 MiB) in 100 % of samples");

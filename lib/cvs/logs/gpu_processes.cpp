@@ -78,7 +78,7 @@ std::optional<std::string_view> column(const std::vector<std::string_view>& f, i
 
 }  // namespace
 
-GpuProcessList parse_nvidia_compute_apps(std::string_view csv, const std::map<std::string, int>& uuid_index) {
+GpuProcessList parse_nvidia_compute_apps(std::string_view csv, const std::vector<GpuId>& gpus) {
   GpuProcessList out;
   AppColumns cols;
   bool first = true;
@@ -104,9 +104,9 @@ GpuProcessList parse_nvidia_compute_apps(std::string_view csv, const std::map<st
     if (const auto n = column(f, cols.name)) p.name = *n;
     if (const auto m = column(f, cols.mem)) p.memory_mib = number(*m);
     if (const auto u = column(f, cols.uuid))
-      if (const auto it = uuid_index.find(std::string(*u)); it != uuid_index.end()) p.gpu = it->second;
-    // One GPU and no UUID to map: it is that GPU's.
-    if (p.gpu < 0 && uuid_index.size() == 1) p.gpu = uuid_index.begin()->second;
+      for (const auto& g : gpus)
+        if (!g.uuid.empty() && g.uuid == *u) p.gpu = g.index;
+    if (p.gpu < 0 && gpus.size() == 1) p.gpu = gpus.front().index;  // one GPU: it is that GPU's
     out.processes.push_back(std::move(p));
   }
   return out;
@@ -187,13 +187,15 @@ GpuProcessList parse_rocm_smi_pids(std::string_view text) {
   return out;
 }
 
+std::string detail(const GpuProcess& p) {
+  std::string d = p.name;
+  if (p.memory_mib) d += fmt::format("{}{:.0f} MiB", d.empty() ? "" : ", ", *p.memory_mib);
+  return d.empty() ? "" : " (" + d + ")";
+}
+
 std::string describe(const GpuProcess& p) {
-  std::string s =
-      p.gpu >= 0 ? fmt::format("GPU {}: pid {}", p.gpu, p.pid) : fmt::format("a GPU: pid {}", p.pid);
-  std::string detail = p.name;
-  if (p.memory_mib) detail += fmt::format("{}{:.0f} MiB", detail.empty() ? "" : ", ", *p.memory_mib);
-  if (!detail.empty()) s += " (" + detail + ")";
-  return s;
+  return (p.gpu >= 0 ? fmt::format("GPU {}: pid {}", p.gpu, p.pid) : fmt::format("a GPU: pid {}", p.pid)) +
+         detail(p);
 }
 
 }  // namespace cvs

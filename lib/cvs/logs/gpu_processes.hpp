@@ -9,7 +9,6 @@
 //     (name, GPUs, VRAM bytes, ...: no GPU index)
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,14 +33,20 @@ struct GpuProcessList {
   std::string error;  // the tool's answer did not parse (or it cannot list processes)
 };
 
-// `uuid_index`: GPU UUID -> index (nvidia-smi names a process's GPU by its UUID).
-GpuProcessList parse_nvidia_compute_apps(std::string_view csv,
-                                         const std::map<std::string, int>& uuid_index = {});
+// A node's GPU as nvidia-smi names it: its index and its UUID ("" when the query had none).
+struct GpuId {
+  int index = 0;
+  std::string uuid;
+};
+// `gpus`: the node's GPUs; a process's GPU is the one its gpu_uuid names, and with one GPU, that one.
+GpuProcessList parse_nvidia_compute_apps(std::string_view csv, const std::vector<GpuId>& gpus = {});
 GpuProcessList parse_amd_smi_process(std::string_view json);
 GpuProcessList parse_rocm_smi_pids(std::string_view json);
 
 // "GPU 0: pid 484 (python3, 1002 MiB)"; "a GPU" when the tool does not say which.
 std::string describe(const GpuProcess& p);
+// " (python3, 1002 MiB)": its name and memory as far as known ("" for neither).
+std::string detail(const GpuProcess& p);
 
 // What the setup stage and the words say to do about a process that is not this session's.
 inline constexpr const char* kSharedGpuFix =

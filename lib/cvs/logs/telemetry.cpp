@@ -440,11 +440,9 @@ void TelemetryParser::process_block() {
   auto& sample = samples_.back();
   GpuProcessList list;
   if (tool_ == GpuTool::NvidiaSmi) {
-    std::map<std::string, int> uuid_index;
-    for (const auto& g : sample.gpus)
-      if (!g.uuid.empty()) uuid_index[g.uuid] = g.index;
-    if (uuid_index.empty() && sample.gpus.size() == 1) uuid_index[""] = sample.gpus[0].index;
-    list = parse_nvidia_compute_apps(text, uuid_index);
+    std::vector<GpuId> gpus;
+    for (const auto& g : sample.gpus) gpus.push_back({g.index, g.uuid});
+    list = parse_nvidia_compute_apps(text, gpus);
   } else if (tool_ == GpuTool::AmdSmi) {
     list = parse_amd_smi_process(text);
   } else if (tool_ == GpuTool::RocmSmi) {

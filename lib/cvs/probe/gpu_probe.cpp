@@ -210,11 +210,9 @@ GpuProbe parse_probe_output(const std::string& out) {
   if (has(out, "CVS-NVSMI")) {
     auto p = parse_nvidia_smi_csv(section(out, "CVS-NVSMI"));
     if (has(out, "CVS-NVSMI-APPS")) {
-      std::map<std::string, int> uuid_index;
-      for (const auto& d : p.devices)
-        if (!d.uuid.empty()) uuid_index[d.uuid] = d.index;
-      if (uuid_index.empty() && p.devices.size() == 1) uuid_index[""] = p.devices[0].index;  // the one GPU
-      take_processes(p, parse_nvidia_compute_apps(section(out, "CVS-NVSMI-APPS"), uuid_index));
+      std::vector<GpuId> gpus;
+      for (const auto& d : p.devices) gpus.push_back({d.index, d.uuid});
+      take_processes(p, parse_nvidia_compute_apps(section(out, "CVS-NVSMI-APPS"), gpus));
     }
     return p;
   }

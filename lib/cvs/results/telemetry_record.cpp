@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "cvs/results/metrics.hpp"
 
@@ -24,7 +25,7 @@ std::optional<Spread> spread_of(std::vector<double> v) {
 
 // Per interval between consecutive samples: the change of a cumulative counter over the seconds.
 template <class Get>
-std::vector<double> rates(const std::vector<HostSample>& s, Get get, double scale) {
+std::vector<double> rates(std::span<const HostSample> s, Get get, double scale) {
   std::vector<double> out;
   for (std::size_t i = 1; i < s.size(); ++i) {
     const auto a = get(s[i - 1]), b = get(s[i]);
@@ -145,7 +146,7 @@ std::size_t training_start(const std::vector<HostSample>& all, NodeTelemetry& t)
 // The processes on the GPUs that are not the training's, over the training's samples. A pid this
 // namespace does not have is another namespace's: foreign when the training's own processes are
 // seen in the lists (the namespaces agree), else whose it is cannot be told (said once).
-void shared_gpus(const std::vector<HostSample>& s, NodeTelemetry& t) {
+void shared_gpus(std::span<const HostSample> s, NodeTelemetry& t) {
   std::size_t listed = 0;
   bool ours_seen = false;
   std::map<std::pair<int, long long>, std::pair<SharedGpu, std::size_t>> seen;
@@ -189,12 +190,9 @@ void shared_gpus(const std::vector<HostSample>& s, NodeTelemetry& t) {
 }  // namespace
 
 std::string SharedGpu::words() const {
-  std::string detail = process.name;
-  if (process.memory_mib)
-    detail += fmt::format("{}{:.0f} MiB", detail.empty() ? "" : ", ", *process.memory_mib);
   return fmt::format("{} shared with pid {}{} in {} of samples",
                      process.gpu >= 0 ? fmt::format("GPU {}", process.gpu) : std::string("a GPU"),
-                     process.pid, detail.empty() ? "" : " (" + detail + ")", pct(fraction));
+                     process.pid, detail(process), pct(fraction));
 }
 
 NodeTelemetry summarize_telemetry(const std::string& node, const TelemetryParser& p) {
@@ -209,8 +207,8 @@ NodeTelemetry summarize_telemetry(const std::string& node, const TelemetryParser
   const std::size_t start = training_start(all, t);
   // The GPUs' samples are the training's; the host's rates take the interval leading into its first
   // step too (a rate needs two samples, and a short run may have few).
-  const std::vector<HostSample> gs(all.begin() + static_cast<long>(start), all.end());
-  const std::vector<HostSample> s(all.begin() + static_cast<long>(start > 0 ? start - 1 : 0), all.end());
+  const std::span<const HostSample> gs = std::span(all).subspan(start);
+  const std::span<const HostSample> s = std::span(all).subspan(start > 0 ? start - 1 : 0);
   shared_gpus(gs, t);
   if (s.size() >= 2) t.seconds = s.back().t - s.front().t;
   const double tick = p.tick_hz() > 0 ? p.tick_hz() : 100;
