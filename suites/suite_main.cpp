@@ -17,6 +17,7 @@
 
 #include "cvs/config/config.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/layout.hpp"
 #include "cvs/environment.hpp"
 #include "cvs/listener.hpp"
 #include "cvs/reporters.hpp"

@@ -163,11 +163,7 @@ int cmd_calibrate(const Args& args) {
   std::optional<ThresholdFile> base;
   if (!cfg.threshold_path.empty()) base = load_thresholds(cfg.threshold_path);
   const std::string suite = cfg.mode == Mode::Distributed ? "jaxmaxtext_distributed" : "jaxmaxtext_single";
-  const fs::path exe = suite_executable(suite);
-  if (from.empty() && !fs::exists(exe)) {
-    std::cerr << "cvs calibrate: " << exe << " not found; build it with tools/setup\n";
-    return kExitUsage;
-  }
+  const fs::path exe = from.empty() ? suite_executable(suite) : fs::path();  // BadInput: exit 2
   const fs::path dest = out.empty() ? default_calibration_file(config, cluster) : fs::path(out);
   const fs::path dir =
       work.empty() ? fs::path("cvs-results") / ("calibrate-" + utc_now("%Y%m%d-%H%M%S")) : fs::path(work);

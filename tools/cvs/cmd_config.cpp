@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "cvs/config/config.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/layout.hpp"
 #include "cvs/config/thresholds.hpp"
 
 namespace cvs::cli {

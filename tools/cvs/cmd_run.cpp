@@ -5,12 +5,29 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "cvs/config/layout.hpp"
 
 namespace cvs::cli {
 
+namespace {
+
+// Replaces this process with argv[0] (returns only when that fails).
+int exec_program(const char* who, std::vector<std::string> owned) {
+  std::vector<char*> argv;
+  for (auto& a : owned) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv(argv[0], argv.data());
+  std::cerr << who << ": cannot execute " << owned[0] << "\n";
+  return kExitFail;
+}
+
+}  // namespace
+
 std::filesystem::path suite_executable(const std::string& suite) {
-  const auto self = std::filesystem::read_symlink("/proc/self/exe");
-  return self.parent_path().parent_path().parent_path() / "suites" / suite;
+  std::string looked;
+  if (auto found = companion_program(suite, looked)) return *found;
+  throw BadInput(suite + " not found (looked in " + looked +
+                 "): build it with tools/setup, or reinstall the cvs-maxtext package");
 }
 
 // The suites `cvs run` reaches; jaxmaxtext_fleet is fleet mode (also `cvs fleet`).
@@ -19,7 +36,8 @@ bool is_suite(const std::string& name) {
          name == "jaxmaxtext_certify";
 }
 
-// `cvs run SUITE [suite/gtest args...]` execs build/suites/SUITE (next to this binary's build tree).
+// `cvs run SUITE [suite/gtest args...]` execs the suite: libexec/cvs-maxtext/SUITE of an install,
+// build/suites/SUITE of the build tree.
 int cmd_run(const Args& args) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "usage: cvs run "
@@ -35,19 +53,9 @@ int cmd_run(const Args& args) {
            "[--cluster FILE] [--output DIR] [--gtest_filter=...]\n";
     return kExitUsage;
   }
-  const auto suite = suite_executable(args[0]);
-  if (!std::filesystem::exists(suite)) {
-    std::cerr << "cvs run: " << suite << " not found; build it with tools/setup (or cmake --build build)\n";
-    return kExitUsage;
-  }
-  std::vector<std::string> owned = {suite.string()};
-  owned.insert(owned.end(), args.begin() + 1, args.end());
-  std::vector<char*> argv;
-  for (auto& a : owned) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  ::execv(argv[0], argv.data());
-  std::cerr << "cvs run: cannot execute " << suite << "\n";
-  return kExitFail;
+  std::vector<std::string> argv = {suite_executable(args[0]).string()};
+  argv.insert(argv.end(), args.begin() + 1, args.end());
+  return exec_program("cvs run", std::move(argv));
 }
 
 // `cvs fleet ARGS` is `cvs run jaxmaxtext_fleet ARGS`.
@@ -66,6 +74,23 @@ int cmd_certify(const Args& args) {
   Args all = {"jaxmaxtext_certify"};
   all.insert(all.end(), args.begin(), args.end());
   return cmd_run(all);
+}
+
+}  // namespace cvs::cli
+
+namespace cvs::cli {
+
+// `cvs setup-venv [--venv DIR] [--python PY] [--wheels DIR] [--force]` runs the shipped setup-venv
+// with the venv ({cvs_venv}) and MaxText lock this tool uses; the user's options come after and win.
+int cmd_setup_venv(const Args& args) {
+  std::string looked;
+  const auto helper = companion_program("setup-venv", looked);
+  if (!helper)
+    throw BadInput("setup-venv not found (looked in " + looked + "): reinstall the cvs-maxtext package");
+  std::vector<std::string> argv = {helper->string(), "--venv", cvs_venv().string(), "--lock",
+                                   maxtext_lock().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return exec_program("cvs setup-venv", std::move(argv));
 }
 
 }  // namespace cvs::cli

@@ -19,15 +19,17 @@ int cmd_compare(const Args& args);  // cvs compare OLD NEW [--tolerance-pct P]
 int cmd_run(const Args& args);      // cvs run SUITE [args] (execs the suite binary)
 int cmd_fleet(const Args& args);
 int cmd_certify(const Args& args);
-int cmd_calibrate(const Args& args);  // cvs calibrate --config FILE [--cluster FILE] [--repeats N]
-int cmd_history(const Args& args);    // cvs history sessions|node|lemons|trend|ingest|export
+int cmd_calibrate(const Args& args);   // cvs calibrate --config FILE [--cluster FILE] [--repeats N]
+int cmd_history(const Args& args);     // cvs history sessions|node|lemons|trend|ingest|export
+int cmd_setup_venv(const Args& args);  // cvs setup-venv [--venv DIR] [--python PY] [--wheels DIR]
 
 // Bad input that is not a config (a results.json that is not JSON): exit 2 in main.
 class BadInput : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-// build/suites/SUITE beside this binary's build tree.
+// The suite's executable beside this one (layout.hpp's companion_program); BadInput naming where
+// it looked when there is none.
 std::filesystem::path suite_executable(const std::string& suite);
 
 // Exit codes shared by every subcommand.

@@ -44,6 +44,15 @@ commands:
                               the results store: every session, fleet run and calibration, a node's ledger,
                               lemon nodes, a metric's trend with its change points, OpenMetrics export
 
+  setup-venv [--venv DIR] [--python PY] [--wheels DIR] [--force]
+                              make the venv the CPU default trains in (MaxText on JAX's CPU backend,
+                              pinned); default ${XDG_DATA_HOME:-~/.local/share}/cvs-maxtext/venv, or
+                              $CVS_VENV; --wheels installs from a folder on an air-gapped node
+  --version                   this tool's version
+
+where: configs and thresholds in {cvs_root}/configs, {cvs_root}/thresholds; {cvs_root} is $CVS_ROOT,
+else the share/cvs-maxtext above this binary (an install's <prefix>/share/cvs-maxtext)
+
 exit codes: 0 ok, 1 a gate failed, 2 bad input (config errors, bad arguments)
 )";
 
@@ -56,6 +65,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? cvs::cli::kExitUsage : 0;
   }
   const std::string cmd = argv[1];
+  if (cmd == "--version" || cmd == "-V") {
+    std::cout << "cvs (cvs-maxtext) " << CVS_VERSION << "\n";
+    return 0;
+  }
   cvs::cli::Args args(argv + 2, argv + argc);
   try {
     if (cmd == "config") return cvs::cli::cmd_config(args);
@@ -68,6 +81,7 @@ int main(int argc, char** argv) {
     if (cmd == "card") return cvs::cli::cmd_card(args);
     if (cmd == "compare") return cvs::cli::cmd_compare(args);
     if (cmd == "history") return cvs::cli::cmd_history(args);
+    if (cmd == "setup-venv") return cvs::cli::cmd_setup_venv(args);
     std::cerr << "cvs: unknown command '" << cmd << "'\n" << kUsage;
     return cvs::cli::kExitUsage;
   } catch (const cvs::ConfigError& e) {

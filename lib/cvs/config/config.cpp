@@ -12,6 +12,7 @@
 
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/fabric_env.hpp"
+#include "cvs/config/layout.hpp"
 #include "cvs/config/placeholders.hpp"
 #include "cvs/config/text_file.hpp"
 
@@ -246,8 +247,10 @@ OrderedJson parse_config_json(const std::string& text, const fs::path& file) {
 // paths: read, placeholders resolved (in paths and everywhere else in the document).
 void read_resolved_paths(OrderedJson& root, JsonReader& rd, const LoadOptions& options, SuiteConfig& c) {
   const auto raw_paths = read_paths(rd);
-  Placeholders ph(options.user.empty() ? os_user() : options.user, cvs_root().string(), raw_paths,
-                  rd.issues());
+  Placeholders ph({{"user-id", options.user.empty() ? os_user() : options.user},
+                   {"cvs_root", cvs_root().string()},
+                   {"cvs_venv", cvs_venv().string()}},
+                  raw_paths, rd.issues());
   std::map<std::string, std::string> resolved;
   for (const auto& [k, v] : raw_paths) resolved[k] = ph.path(k);
   resolve_all(root, "", ph);
@@ -376,11 +379,6 @@ SuiteConfig load_config_text(const std::string& text, const fs::path& file, cons
   validate_across_blocks(issues, c);
   issues.throw_if_any();
   return c;
-}
-
-fs::path cvs_root() {
-  const char* root = std::getenv("CVS_ROOT");
-  return root ? fs::path(root) : fs::path(CVS_SOURCE_DIR);
 }
 
 SuiteConfig load_config(const fs::path& file, const LoadOptions& options) {

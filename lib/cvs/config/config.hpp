@@ -70,10 +70,6 @@ SuiteConfig load_config(const std::filesystem::path& file, const LoadOptions& op
 SuiteConfig load_config_text(const std::string& text, const std::filesystem::path& file,
                              const LoadOptions& options = {});
 
-// Where the shipped configs, thresholds and the venv live: $CVS_ROOT, else the source tree this
-// was built from ({cvs_root} in configs).
-std::filesystem::path cvs_root();
-
 // Problems that are not load errors but stop a launch: an image still tagged <changeme>, an
 // empty image for a container runtime. Each names the file and pointer.
 std::vector<ConfigIssue> preflight(const SuiteConfig& cfg);

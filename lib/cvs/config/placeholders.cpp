@@ -49,11 +49,11 @@ std::string Placeholders::resolve(const std::string& s, const std::string& ptr) 
 }
 
 std::string Placeholders::lookup(const std::string& name, const std::string& ptr) {
-  if (name == "user-id") return user_;
-  if (name == "cvs_root") return cvs_root_;
+  if (auto it = builtins_.find(name); it != builtins_.end()) return it->second;
   std::string key = name.rfind("paths.", 0) == 0 ? name.substr(6) : name;
   if (raw_.count(key)) return path(key);
-  std::string known = "{user-id}, {cvs_root}";
+  std::string known;
+  for (const auto& [k, v] : builtins_) known += (known.empty() ? "{" : ", {") + k + "}";
   for (const auto& [k, v] : raw_) known += ", {" + k + "}";
   issues_.add(ptr, "unknown placeholder {" + name + "}", "use one of " + known + " or {paths.NAME}");
   return "{" + name + "}";

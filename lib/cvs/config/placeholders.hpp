@@ -1,6 +1,7 @@
-// Placeholders of a config file: {user-id}, {cvs_root} and {NAME} / {paths.NAME} (a key of the
-// paths block, itself resolved, cycles reported) in every string value; an unknown one is an issue
-// at its pointer. The error_patterns block is left alone (braces are regex quantifiers there).
+// Placeholders of a config file: the built-ins {user-id}, {cvs_root} and {cvs_venv} (layout.hpp),
+// and {NAME} / {paths.NAME} (a key of the paths block, itself resolved, cycles reported) in every string
+// value; an unknown one is an issue at its pointer. The error_patterns block is left alone (braces are regex
+// quantifiers there).
 #pragma once
 
 #include <map>
@@ -15,9 +16,10 @@ namespace cvs {
 
 class Placeholders {
  public:
-  Placeholders(std::string user, std::string cvs_root, std::map<std::string, std::string> raw_paths,
+  // builtins: name (without braces) -> value, e.g. {"user-id", "alice"}.
+  Placeholders(std::map<std::string, std::string> builtins, std::map<std::string, std::string> raw_paths,
                IssueList& issues)
-      : user_(std::move(user)), cvs_root_(std::move(cvs_root)), raw_(std::move(raw_paths)), issues_(issues) {}
+      : builtins_(std::move(builtins)), raw_(std::move(raw_paths)), issues_(issues) {}
 
   // The paths block's NAME, resolved.
   std::string path(const std::string& name);
@@ -27,7 +29,7 @@ class Placeholders {
  private:
   std::string lookup(const std::string& name, const std::string& ptr);
 
-  std::string user_, cvs_root_;
+  std::map<std::string, std::string> builtins_;
   std::map<std::string, std::string> raw_;
   std::map<std::string, std::string> done_;
   std::vector<std::string> stack_;
