@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/json_in.hpp"
 #include "cvs/config/json_reader.hpp"
 
 namespace cvs {
@@ -25,94 +26,8 @@ J opt(const std::optional<T>& o) {
   return o ? J(*o) : J(nullptr);
 }
 
-// One JSON object of a results.json being read, with its pointer. The file is the suite's own
-// output, so the first wrong type ends the read (a ConfigError at its key); the user's files
-// (config, cluster, thresholds) go through JsonReader, which collects every issue.
-class In {
- public:
-  In(const J& j, std::string pointer, const std::string& file)
-      : j_(j), ptr_(std::move(pointer)), file_(file) {
-    if (!j_.is_object()) fail(ptr_, "is " + json_type_name(j_) + ", not an object");
-  }
-  bool has(const char* k) const { return j_.contains(k); }
-  const J* find(const char* k) const {
-    auto it = j_.find(k);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  In object(const char* k) const { return In(at(k), at_ptr(k), file_); }
-  const J& at(const char* k) const {
-    auto it = j_.find(k);
-    if (it == j_.end()) fail(at_ptr(k), "is missing");
-    return *it;
-  }
-  std::string at_ptr(const char* k) const { return pointer_join(ptr_, k); }
-  const std::string& file() const { return file_; }
-
-  std::string str(const char* k, std::string dflt = "") const {
-    const J* v = find(k);
-    if (!v) return dflt;
-    if (!v->is_string()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not a string");
-    return v->get<std::string>();
-  }
-  bool boolean(const char* k, bool dflt = false) const {
-    const J* v = find(k);
-    if (!v) return dflt;
-    if (!v->is_boolean()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not true/false");
-    return v->get<bool>();
-  }
-  // A number; null reads as NaN (a figure that was not finite).
-  double num(const char* k, double dflt = 0) const {
-    const J* v = find(k);
-    return v ? number(*v, at_ptr(k)) : dflt;
-  }
-  template <class Int>
-  Int integer(const char* k, Int dflt = 0) const {
-    const J* v = find(k);
-    if (!v) return dflt;
-    if (!v->is_number_integer()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not an integer");
-    return v->get<Int>();
-  }
-  std::optional<double> opt_num(const char* k) const {
-    const J* v = find(k);
-    if (!v) return std::nullopt;
-    return number(*v, at_ptr(k));
-  }
-  // Absent or null: nullopt.
-  std::optional<double> nullable_num(const char* k) const {
-    const J* v = find(k);
-    if (!v || v->is_null()) return std::nullopt;
-    return number(*v, at_ptr(k));
-  }
-  std::optional<long long> nullable_int(const char* k) const {
-    const J* v = find(k);
-    if (!v || v->is_null()) return std::nullopt;
-    return integer<long long>(k);
-  }
-  std::optional<std::string> opt_str(const char* k) const {
-    if (!has(k)) return std::nullopt;
-    return str(k);
-  }
-  const J& array(const char* k) const {
-    static const J empty = J::array();
-    const J* v = find(k);
-    if (!v) return empty;
-    if (!v->is_array()) fail(at_ptr(k), "is " + json_type_name(*v) + ", not an array");
-    return *v;
-  }
-  double number(const J& v, const std::string& ptr) const {
-    if (v.is_null()) return NAN;
-    if (!v.is_number()) fail(ptr, "is " + json_type_name(v) + ", not a number");
-    return v.get<double>();
-  }
-  [[noreturn]] void fail(const std::string& ptr, const std::string& what) const {
-    throw ConfigError(file_, ptr, what, kFix);
-  }
-
- private:
-  const J& j_;
-  std::string ptr_;
-  const std::string& file_;
-};
+// The reader of the tool's own files (config/json_in.hpp); the root carries this file's fix.
+using In = JsonIn;
 
 // ---- writing ---------------------------------------------------------------------------------
 
@@ -296,9 +211,8 @@ RunRecord read_run(const In& in) {
     o.first_error =
         ErrorLineRecord{e.str("node"), e.str("pattern"), e.integer<long long>("line_no"), e.str("line")};
   }
-  const J& nodes = in.array("nodes");
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const In n(nodes[i], pointer_join(in.at_ptr("nodes"), i), in.file());
+  for (std::size_t i = 0; i < in.array("nodes").size(); ++i) {
+    const In n = in.element("nodes", i);
     NodeRunRecord r{n.str("node"),
                     n.integer<int>("rank"),
                     NodeState::NotStarted,
@@ -340,7 +254,7 @@ SteadyStateRecord read_steady(const In& in) {
   if (in.has("intervals")) {
     const In ivs = in.object("intervals");
     for (const auto& [name, v] : in.at("intervals").items()) {
-      const In iv(v, ivs.at_ptr(name.c_str()), in.file());
+      const In iv = ivs.object(name.c_str());
       st.intervals.emplace_back(
           name, IntervalRecord{iv.num("estimate", NAN), iv.num("lo", NAN), iv.num("hi", NAN)});
     }
@@ -424,10 +338,8 @@ void read_sweep_figures(const In& in, SweepRecord& s) {
     for (const auto& [name, v] : in.at("metrics").items())
       s.metrics.emplace_back(name, m.number(v, m.at_ptr(name.c_str())));
   }
-  const J& evals = in.array("evaluations");
-  for (std::size_t i = 0; i < evals.size(); ++i)
-    s.evaluations.push_back(
-        read_evaluation(In(evals[i], pointer_join(in.at_ptr("evaluations"), i), in.file())));
+  for (std::size_t i = 0; i < in.array("evaluations").size(); ++i)
+    s.evaluations.push_back(read_evaluation(in.element("evaluations", i)));
   s.loss_curve = read_curve(in, "loss_curve");
   s.sampled_curve = read_curve(in, "sampled_curve");
   const J& times = in.array("step_times_ms");
@@ -505,9 +417,8 @@ void read_cluster(const In& root, Results& r) {
   const In c = root.object("cluster");
   r.cluster.file = c.str("file");
   r.cluster.coordinator = c.str("coordinator");
-  const J& nodes = c.array("nodes");
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const In n(nodes[i], pointer_join(c.at_ptr("nodes"), i), root.file());
+  for (std::size_t i = 0; i < c.array("nodes").size(); ++i) {
+    const In n = c.element("nodes", i);
     r.cluster.nodes.push_back({n.str("name"), n.str("host"), n.str("transport")});
   }
 }
@@ -519,9 +430,8 @@ void read_provenance(const In& root, Results& r) {
   const In c = root.object("calibration");
   CalibrationRecord cal{c.str("file"), c.str("date"), J::object(), {}};
   if (c.has("provenance")) cal.provenance = c.at("provenance");
-  const J& diffs = c.array("provenance_differences");
-  for (std::size_t i = 0; i < diffs.size(); ++i) {
-    const In d(diffs[i], pointer_join(c.at_ptr("provenance_differences"), i), root.file());
+  for (std::size_t i = 0; i < c.array("provenance_differences").size(); ++i) {
+    const In d = c.element("provenance_differences", i);
     cal.provenance_differences.push_back({d.str("field"), d.str("calibrated"), d.str("now")});
   }
   r.calibration = std::move(cal);
@@ -555,9 +465,8 @@ BaselineRecord read_baseline(const In& in) {
   if (!b.error.empty()) return b;
   b.tolerance_pct = in.num("tolerance_pct", 5.0);
   b.baseline_started_at = in.str("baseline_started_at");
-  const J& deltas = in.array("deltas");
-  for (std::size_t i = 0; i < deltas.size(); ++i) {
-    const In d(deltas[i], pointer_join(in.at_ptr("deltas"), i), in.file());
+  for (std::size_t i = 0; i < in.array("deltas").size(); ++i) {
+    const In d = in.element("deltas", i);
     std::string metric = d.str("metric");
     if (metric.rfind("training.", 0) == 0) metric = metric.substr(9);
     MetricDelta x{d.str("sweep"),
@@ -712,7 +621,7 @@ J to_json(const Results& r) {
 Results results_from_json(const J& j, const std::string& file) {
   if (!j.is_object() || !j.contains("sweeps"))
     throw ConfigError(file, "", "is not a cvs results.json (no \"sweeps\")", kFix);
-  const In root(j, "", file);
+  const In root(j, "", file, kFix);
   Results r;
   r.schema_version = root.integer<int>("schema_version", 0);
   if (r.schema_version < 1 || r.schema_version > kResultsSchemaVersion)
@@ -726,13 +635,12 @@ Results results_from_json(const J& j, const std::string& file) {
   read_provenance(root, r);
   const In sweeps = root.object("sweeps");
   for (const auto& [key, v] : j["sweeps"].items())
-    r.sweeps.emplace_back(key, read_sweep(In(v, sweeps.at_ptr(key.c_str()), file)));
+    r.sweeps.emplace_back(key, read_sweep(sweeps.object(key.c_str())));
   if (root.has("smoke")) r.smoke = read_run(root.object("smoke"));
   if (const J* c = root.find("checkpoint_resume"); c && !c->is_null())
     r.checkpoint = read_checkpoint(root.object("checkpoint_resume"));
-  const J& stages = root.array("stages");
-  for (std::size_t i = 0; i < stages.size(); ++i)
-    r.stages.push_back(read_stage(In(stages[i], pointer_join("/stages", i), file)));
+  for (std::size_t i = 0; i < root.array("stages").size(); ++i)
+    r.stages.push_back(read_stage(root.element("stages", i)));
   if (root.has("baseline_comparison")) r.baseline = read_baseline(root.object("baseline_comparison"));
   return r;
 }
