@@ -54,16 +54,8 @@ Certificate read_prior(Options& o) {
   if (!fs::exists(file))
     throw ConfigError(file.string(), "", "no certificate to resume in " + o.resume.string(),
                       "pass the folder an earlier cvs certify wrote (its --output)");
-  Certificate c;
-  try {
-    c = certificate_from_json(read_json(file, "the certificate"));
-  } catch (const std::runtime_error& e) {
-    if (dynamic_cast<const ConfigError*>(&e)) throw;
-    const std::string what = e.what();
-    const auto sp = what.find(':');
-    throw ConfigError(file.string(), what.rfind('/', 0) == 0 ? what.substr(0, sp) : "",
-                      "not a certificate this tool can resume: " + what, "start a new certification");
-  }
+  // ConfigError (the file, the JSON pointer, the fix) from the reader: exit 2 at the edge.
+  const Certificate c = certificate_from_json(read_json(file, "the certificate"), file.string());
   auto keep = [](fs::path& opt, const std::string& was) {
     if (opt.empty() && !was.empty()) opt = was;
   };

@@ -137,14 +137,34 @@ TEST(Certificate, TheCertificateRoundTripsAndAnotherSchemaIsRefused) {
   const auto j = cvs::to_json(c);
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["node_minutes"], 12.5);
-  const auto back = cvs::certificate_from_json(j);
+  const auto back = cvs::certificate_from_json(j, "certificate.json");
   EXPECT_EQ(cvs::to_json(back).dump(), j.dump());
+  // Every wrong file names its pointer (a resume or `cvs report` says which key, exit 2).
+  auto pointer_of = [](const nlohmann::ordered_json& bad) -> std::string {
+    try {
+      cvs::certificate_from_json(bad, "certificate.json");
+    } catch (const cvs::ConfigError& e) {
+      EXPECT_EQ(e.issues().at(0).file, "certificate.json");
+      EXPECT_NE(e.issues().at(0).fix.find("cvs certify"), std::string::npos);
+      return e.issues().at(0).pointer + ": " + e.issues().at(0).message;
+    }
+    return "(read)";
+  };
   auto other = j;
   other["schema_version"] = 99;
-  EXPECT_THROW(cvs::certificate_from_json(other), std::runtime_error);
+  EXPECT_EQ(pointer_of(other), "/schema_version: is 99, this tool reads 1");
   other = j;
   other["tiers"][0].erase("state");
-  EXPECT_THROW(cvs::certificate_from_json(other), std::runtime_error);
+  EXPECT_EQ(pointer_of(other), "/tiers/0/state: is missing");
+  other = j;
+  other["tiers"][1]["tier"] = "lnks";
+  EXPECT_EQ(pointer_of(other), "/tiers/1/tier: is 'lnks', not one of preflight, nodes, links, scale");
+  other = j;
+  other["inputs"]["hosts"][2] = 7;
+  EXPECT_EQ(pointer_of(other), "/inputs/hosts/2: is a number, not a string");
+  other = j;
+  other["tiers"][3]["rungs"][1]["interval"] = "wide";
+  EXPECT_EQ(pointer_of(other), "/tiers/3/rungs/1/interval: is not [lo, hi] or null");
 }
 
 // --resume with --budget-minutes: the later tiers are held against the run time the kept nodes tier
@@ -156,7 +176,7 @@ TEST(Certificate, AResumedCertificationsBudgetEstimatesFromItsKeptNodesTier) {
   c.tier(K::Scale)->state = cvs::TierState::Pending;
   c.tier(K::Nodes)->run_seconds = 120;
   // What --resume reads back: the certificate file.
-  const auto resumed = cvs::certificate_from_json(cvs::to_json(c));
+  const auto resumed = cvs::certificate_from_json(cvs::to_json(c), "certificate.json");
   const double run_s = cvs::run_estimate_s(resumed);
   EXPECT_DOUBLE_EQ(run_s, 120);
   EXPECT_DOUBLE_EQ(cvs::minutes_needed(K::Links, 4, run_s), 4.0) << "two rounds of pairs";

@@ -16,14 +16,14 @@ namespace {
 
 // A certification's page from its certificate.json (cvs certify).
 int render_certificate(const std::string& file, const std::string& out) {
-  Certificate c;
+  nlohmann::ordered_json j;
   try {
     std::ifstream in(file);
-    c = certificate_from_json(nlohmann::ordered_json::parse(in));
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << file << ": " << e.what() << "\n";
-    return kExitUsage;
+    j = nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw BadInput(file + " is not valid JSON: " + e.what());
   }
+  const Certificate c = certificate_from_json(j, file);  // ConfigError: file, pointer, fix; exit 2
   const auto html = report::render_certificate_html(c);
   if (out.empty()) {
     std::cout << html;

@@ -58,6 +58,17 @@ double JsonIn::num(const char* k, double dflt) const {
   return v ? number(*v, at_ptr(k)) : dflt;
 }
 
+std::vector<std::string> JsonIn::strings(const char* k) const {
+  const J& a = at(k);
+  if (!a.is_array()) fail(at_ptr(k), "is " + type_name(a) + ", not an array of strings");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_string()) fail(pointer_join(at_ptr(k), i), "is " + type_name(a[i]) + ", not a string");
+    out.push_back(a[i].get<std::string>());
+  }
+  return out;
+}
+
 std::optional<double> JsonIn::opt_num(const char* k) const {
   const J* v = find(k);
   if (!v) return std::nullopt;

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace cvs {
 
@@ -35,6 +37,26 @@ class JsonIn {
     if (!v) return dflt;
     if (!v->is_number_integer()) fail(at_ptr(k), "is " + type_name(*v) + ", not an integer");
     return v->get<Int>();
+  }
+  // Required keys: missing is an error at the key's pointer.
+  std::string req_str(const char* k) const { return (void)at(k), str(k); }
+  double req_num(const char* k) const { return (void)at(k), num(k); }
+  bool req_bool(const char* k) const { return (void)at(k), boolean(k); }
+  template <class Int>
+  Int req_int(const char* k) const {
+    return (void)at(k), integer<Int>(k);
+  }
+  std::vector<std::string> strings(const char* k) const;  // a required array of strings
+  // A required string that names one of `table`'s values.
+  template <class E, std::size_t N>
+  E one_of(const char* k, const std::pair<E, const char*> (&table)[N]) const {
+    const std::string s = req_str(k);
+    std::string known;
+    for (const auto& [e, name] : table) {
+      if (s == name) return e;
+      known += (known.empty() ? "" : ", ") + std::string(name);
+    }
+    fail(at_ptr(k), "is '" + s + "', not one of " + known);
   }
   std::optional<double> opt_num(const char* k) const;
   std::optional<double> nullable_num(const char* k) const;  // absent or null: nullopt

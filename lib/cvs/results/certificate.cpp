@@ -1,5 +1,8 @@
 #include "cvs/results/certificate.hpp"
 
+#include "cvs/config/config_error.hpp"
+#include "cvs/config/json_in.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,18 +33,25 @@ const char* name_of(const std::pair<E, const char*> (&table)[N], E e) {
   return "?";
 }
 
-template <class E, std::size_t N>
-E value_of(const std::pair<E, const char*> (&table)[N], const std::string& s, const std::string& where) {
-  for (const auto& [k, v] : table)
-    if (s == v) return k;
-  throw std::runtime_error(where + ": unknown value '" + s + "'");
-}
-
 J opt(const std::optional<double>& v) {
   return v ? J(*v) : J(nullptr);
 }
-std::optional<double> opt_from(const J& j, const char* k) {
-  return j.contains(k) && j[k].is_number() ? std::optional<double>(j[k].get<double>()) : std::nullopt;
+constexpr const char* kFix = "pass a certificate.json that cvs certify wrote, or start a new certification";
+
+// [lo, hi], or nullopt for null.
+std::optional<std::pair<double, double>> pair_from(const JsonIn& in, const char* k) {
+  const J& v = in.at(k);
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_array() || v.size() != 2) in.fail(in.at_ptr(k), "is not [lo, hi] or null");
+  return std::pair{in.number(v[0], pointer_join(in.at_ptr(k), 0)),
+                   in.number(v[1], pointer_join(in.at_ptr(k), 1))};
+}
+
+std::optional<Outcome> outcome_at(const JsonIn& in, const char* k) {
+  const std::string s = in.req_str(k);
+  const auto o = outcome_from_string(s);
+  if (!o && !s.empty()) in.fail(in.at_ptr(k), "is '" + s + "', not an outcome (PASS, FAIL, ...)");
+  return o;
 }
 
 J exclusions_json(const std::vector<Exclusion>& v) {
@@ -49,9 +59,13 @@ J exclusions_json(const std::vector<Exclusion>& v) {
   for (const auto& e : v) a.push_back({{"node", e.node}, {"tier", e.tier}, {"evidence", e.evidence}});
   return a;
 }
-std::vector<Exclusion> exclusions_from(const J& a) {
+std::vector<Exclusion> exclusions_from(const JsonIn& in, const char* k) {
   std::vector<Exclusion> v;
-  for (const auto& e : a) v.push_back({e.at("node"), e.at("tier"), e.at("evidence")});
+  in.at(k);
+  for (std::size_t i = 0; i < in.array(k).size(); ++i) {
+    const JsonIn e = in.element(k, i);
+    v.push_back({e.req_str("node"), e.req_str("tier"), e.req_str("evidence")});
+  }
   return v;
 }
 
@@ -72,23 +86,23 @@ J rung_json(const Rung& r) {
   return j;
 }
 
-Rung rung_from(const J& j) {
+Rung rung_from(const JsonIn& in) {
   Rung r;
-  r.nodes = j.at("nodes");
-  r.status = outcome_from_string(j.at("status").get<std::string>());
-  r.failure = j.at("failure");
-  r.sweep = j.at("sweep");
-  r.tok_s_per_gpu = j.at("tokens_per_sec_per_gpu");
-  if (j.at("interval").is_array()) r.interval = {j["interval"][0], j["interval"][1]};
-  r.efficiency_pct = opt_from(j, "efficiency_pct");
-  if (j.at("efficiency_interval_pct").is_array()) {
-    r.efficiency_lo_pct = j["efficiency_interval_pct"][0].get<double>();
-    r.efficiency_hi_pct = j["efficiency_interval_pct"][1].get<double>();
+  r.nodes = in.req_int<std::size_t>("nodes");
+  r.status = outcome_at(in, "status");
+  r.failure = in.req_str("failure");
+  r.sweep = in.req_str("sweep");
+  r.tok_s_per_gpu = in.req_num("tokens_per_sec_per_gpu");
+  r.interval = pair_from(in, "interval");
+  r.efficiency_pct = in.nullable_num("efficiency_pct");
+  if (const auto e = pair_from(in, "efficiency_interval_pct")) {
+    r.efficiency_lo_pct = e->first;
+    r.efficiency_hi_pct = e->second;
   }
-  r.bound_pct = j.at("bound_pct");
-  r.verdict = outcome_from_string(j.at("verdict").get<std::string>()).value_or(Outcome::Inconclusive);
-  r.seconds = j.at("seconds");
-  r.steps = j.at("steps");
+  r.bound_pct = in.req_num("bound_pct");
+  r.verdict = outcome_at(in, "verdict").value_or(Outcome::Inconclusive);
+  r.seconds = in.req_num("seconds");
+  r.steps = in.req_int<long long>("steps");
   return r;
 }
 
@@ -110,24 +124,26 @@ J tier_json(const TierRecord& t) {
   return j;
 }
 
-TierRecord tier_from(const J& j, const std::string& where) {
+TierRecord tier_from(const JsonIn& in) {
   TierRecord t;
-  t.kind = value_of(kTierNames, j.at("tier").get<std::string>(), where + "/tier");
-  t.state = value_of(kStateNames, j.at("state").get<std::string>(), where + "/state");
-  t.outcome = outcome_from_string(j.at("outcome").get<std::string>());
-  t.summary = j.at("summary");
-  t.why_not_run = j.at("why_not_run");
-  t.nodes_in = j.at("nodes_in").get<std::vector<std::string>>();
-  t.excluded = exclusions_from(j.at("excluded"));
-  t.reruns = j.at("reruns").get<std::vector<std::string>>();
-  for (const auto& r : j.at("rungs")) t.rungs.push_back(rung_from(r));
-  t.started_at = j.at("started_at");
-  t.ended_at = j.at("ended_at");
-  t.seconds = j.at("seconds");
-  t.node_minutes = j.at("node_minutes");
-  t.node_steps = j.at("node_steps");
-  t.dir = j.at("dir");
-  t.run_seconds = j.value("run_seconds", 0.0);  // certificates before it: no estimate
+  t.kind = in.one_of("tier", kTierNames);
+  t.state = in.one_of("state", kStateNames);
+  t.outcome = outcome_at(in, "outcome");
+  t.summary = in.req_str("summary");
+  t.why_not_run = in.req_str("why_not_run");
+  t.nodes_in = in.strings("nodes_in");
+  t.excluded = exclusions_from(in, "excluded");
+  t.reruns = in.strings("reruns");
+  in.at("rungs");
+  for (std::size_t i = 0; i < in.array("rungs").size(); ++i)
+    t.rungs.push_back(rung_from(in.element("rungs", i)));
+  t.started_at = in.req_str("started_at");
+  t.ended_at = in.req_str("ended_at");
+  t.seconds = in.req_num("seconds");
+  t.node_minutes = in.req_num("node_minutes");
+  t.node_steps = in.req_int<long long>("node_steps");
+  t.dir = in.req_str("dir");
+  t.run_seconds = in.num("run_seconds", 0.0);  // certificates before it: no estimate
   return t;
 }
 
@@ -153,27 +169,27 @@ J inputs_json(const CertificateInputs& in) {
           {"suite_args", in.suite_args}};
 }
 
-CertificateInputs inputs_from(const J& j) {
+CertificateInputs inputs_from(const JsonIn& j) {
   CertificateInputs in;
-  in.cluster_file = j.at("cluster_file");
-  in.cluster_sha256 = j.at("cluster_sha256");
-  in.hosts = j.at("hosts").get<std::vector<std::string>>();
-  in.config_file = j.at("config_file");
-  in.config_sha256 = j.at("config_sha256");
-  in.distributed_config_file = j.at("distributed_config_file");
-  in.distributed_config_sha256 = j.at("distributed_config_sha256");
-  in.baseline_file = j.at("baseline_file");
-  in.baseline_sha256 = j.at("baseline_sha256");
-  in.baseline_provenance = j.at("baseline_provenance");
-  in.min_nodes = j.at("min_nodes");
-  in.budget_minutes = j.at("budget_minutes");
-  in.scaling_per_doubling_pct = j.at("scaling_per_doubling_pct");
-  in.max_z = j.at("max_z");
-  in.min_deviation = j.at("min_deviation_pct").get<double>() / 100;
-  in.min_fleet = j.at("min_fleet");
-  in.drain = j.at("drain");
-  in.early_stop = j.at("early_stop");
-  in.suite_args = j.at("suite_args").get<std::vector<std::string>>();
+  in.cluster_file = j.req_str("cluster_file");
+  in.cluster_sha256 = j.req_str("cluster_sha256");
+  in.hosts = j.strings("hosts");
+  in.config_file = j.req_str("config_file");
+  in.config_sha256 = j.req_str("config_sha256");
+  in.distributed_config_file = j.req_str("distributed_config_file");
+  in.distributed_config_sha256 = j.req_str("distributed_config_sha256");
+  in.baseline_file = j.req_str("baseline_file");
+  in.baseline_sha256 = j.req_str("baseline_sha256");
+  in.baseline_provenance = j.at("baseline_provenance");  // the calibration's, as it was
+  in.min_nodes = j.req_int<std::size_t>("min_nodes");
+  in.budget_minutes = j.req_num("budget_minutes");
+  in.scaling_per_doubling_pct = j.req_num("scaling_per_doubling_pct");
+  in.max_z = j.req_num("max_z");
+  in.min_deviation = j.req_num("min_deviation_pct") / 100;
+  in.min_fleet = j.req_int<std::size_t>("min_fleet");
+  in.drain = j.req_bool("drain");
+  in.early_stop = j.req_bool("early_stop");
+  in.suite_args = j.strings("suite_args");
   return in;
 }
 
@@ -349,29 +365,26 @@ J to_json(const Certificate& c) {
   return j;
 }
 
-Certificate certificate_from_json(const J& j) {
-  if (!j.is_object()) throw std::runtime_error("/: not an object");
-  const int v = j.value("schema_version", 0);
+Certificate certificate_from_json(const J& j, const std::string& file) {
+  const JsonIn root(j, "", file, kFix);
+  const int v = root.integer<int>("schema_version", 0);
   if (v != Certificate::kSchemaVersion)
-    throw std::runtime_error("/schema_version: " + std::to_string(v) + ", this tool reads " +
-                             std::to_string(Certificate::kSchemaVersion));
+    root.fail("/schema_version",
+              "is " + std::to_string(v) + ", this tool reads " + std::to_string(Certificate::kSchemaVersion));
   Certificate c;
-  try {
-    c.tool_version = j.at("tool_version");
-    c.git_commit = j.at("git_commit");
-    c.started_at = j.at("started_at");
-    c.ended_at = j.at("ended_at");
-    c.verdict = value_of(kVerdictNames, j.at("verdict").get<std::string>(), "/verdict");
-    c.verdict_reason = j.at("verdict_reason");
-    c.inputs = inputs_from(j.at("inputs"));
-    c.certified = j.at("certified").get<std::vector<std::string>>();
-    c.excluded = exclusions_from(j.at("excluded"));
-    for (std::size_t i = 0; i < j.at("tiers").size(); ++i)
-      c.tiers.push_back(tier_from(j["tiers"][i], "/tiers/" + std::to_string(i)));
-    c.drain_commands = j.at("drain_commands").get<std::vector<std::string>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(std::string("a key is missing or of the wrong type: ") + e.what());
-  }
+  c.tool_version = root.req_str("tool_version");
+  c.git_commit = root.req_str("git_commit");
+  c.started_at = root.req_str("started_at");
+  c.ended_at = root.req_str("ended_at");
+  c.verdict = root.one_of("verdict", kVerdictNames);
+  c.verdict_reason = root.req_str("verdict_reason");
+  c.inputs = inputs_from(root.object("inputs"));
+  c.certified = root.strings("certified");
+  c.excluded = exclusions_from(root, "excluded");
+  root.at("tiers");
+  for (std::size_t i = 0; i < root.array("tiers").size(); ++i)
+    c.tiers.push_back(tier_from(root.element("tiers", i)));
+  c.drain_commands = root.strings("drain_commands");
   return c;
 }
 

@@ -135,7 +135,8 @@ void decide(Certificate& c);
 int exit_code(const Certificate& c);
 
 nlohmann::ordered_json to_json(const Certificate& c);
-// Throws std::runtime_error naming the JSON pointer of what is wrong.
-Certificate certificate_from_json(const nlohmann::ordered_json& j);
+// The one reader of certificate.json (`file` names it in errors). Throws ConfigError with the file,
+// the JSON pointer of what is missing or wrong, and a fix.
+Certificate certificate_from_json(const nlohmann::ordered_json& j, const std::string& file);
 
 }  // namespace cvs
