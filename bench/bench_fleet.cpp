@@ -21,9 +21,9 @@ std::vector<cvs::FleetNode> fleet(std::size_t n) {
     const double slow = i % 64 == 7 ? 0.67 : 1.0;
     cvs::FleetNode node{"gpu" + std::to_string(i), cvs::Outcome::Pass, "", {}, {}, {}, "", {}};
     for (const char* sweep : {"BS=4,PRECISION=BF16", "BS=8,PRECISION=FP8"}) {
-      node.figures[std::string(sweep) + " tokens_per_sec_per_gpu"] = 9000 * slow * noise(rng);
-      node.figures[std::string(sweep) + " step_time_p50_ms"] = 450 / slow * noise(rng);
-      node.figures[std::string(sweep) + " final_loss"] = 2.125;
+      node.figures[{sweep, "tokens_per_sec_per_gpu"}] = 9000 * slow * noise(rng);
+      node.figures[{sweep, "step_time_p50_ms"}] = 450 / slow * noise(rng);
+      node.figures[{sweep, "final_loss"}] = 2.125;
     }
     nodes.push_back(std::move(node));
   }

@@ -104,7 +104,7 @@ void check_baseline(Options& o, const SuiteConfig& single) {
   if (o.baseline.empty()) return;
   o.policy.baseline = read_fleet_baseline(o.baseline);
   for (const auto& [figure, st] : o.policy.baseline) {
-    const auto sweep = figure.substr(0, figure.rfind(' '));
+    const std::string& sweep = figure.sweep;
     if (std::find(single.runs.begin(), single.runs.end(), sweep) == single.runs.end())
       throw ConfigError(
           o.baseline.string(), "/_calibration/statistics/" + sweep,
@@ -307,8 +307,8 @@ void tier_preflight(Run& r, TierRecord& t) {
 bool speed_only(const NodeScore& ns, const FleetNode& n) {
   if (n.status != Outcome::Pass || ns.evidence.empty()) return false;
   for (const auto& e : ns.evidence)  // the telemetry's words say why; they accuse nothing
-    if (e.figure != "telemetry" && !e.figure.ends_with("tokens_per_sec_per_gpu") &&
-        !e.figure.ends_with("step_time_p50_ms"))
+    if (e.figure != FigureKey::kind("telemetry") && e.figure.metric != "tokens_per_sec_per_gpu" &&
+        e.figure.metric != "step_time_p50_ms")
       return false;
   return true;
 }
@@ -411,7 +411,7 @@ void run_rung_once(Run& r, const std::vector<Node>& nodes, bool last, const fs::
   const auto n = read_fleet_node(req.label, rdir / "report" / "results.json");
   g.status = n.status;
   g.failure = n.status ? n.failure : res.describe() + " (" + n.failure + ")";
-  const std::string key = g.sweep + " tokens_per_sec_per_gpu";
+  const FigureKey key{g.sweep, "tokens_per_sec_per_gpu"};
   g.tok_s_per_gpu = 0;
   if (auto it = n.steady.find(key); it != n.steady.end())
     g.tok_s_per_gpu = it->second;

@@ -125,8 +125,8 @@ void read_pair(PairRun& p, const ProcResult& result, const fs::path& dir) {
   p.steps += n.steps * 2;  // two nodes
   p.failure = !n.status ? result.describe() + " (" + n.failure + ")" : n.failure;
   for (const auto& [figure, v] : n.figures)
-    if (figure.size() > 17 && figure.ends_with(" step_time_p50_ms")) {
-      p.sweep = figure.substr(0, figure.size() - 17);
+    if (figure.metric == "step_time_p50_ms" && !figure.is_probe()) {
+      p.sweep = figure.sweep;
       p.step_ms = v;
       break;
     }

@@ -36,7 +36,7 @@ namespace {
 
 // One figure across the nodes: a dot per node on a horizontal scale, suspects in red, the median
 // as a line.
-std::string strip_chart(const std::string& figure, const FigureStats& st, const std::vector<FleetNode>& nodes,
+std::string strip_chart(const FigureKey& figure, const FigureStats& st, const std::vector<FleetNode>& nodes,
                         const FleetScore& score) {
   std::vector<std::pair<std::string, double>> pts;
   for (const auto& n : nodes)
@@ -50,8 +50,8 @@ std::string strip_chart(const std::string& figure, const FigureStats& st, const 
   }
   const double span = hi > lo ? hi - lo : std::max(std::fabs(hi), 1.0);
   auto x = [&](double v) { return 20 + 560 * (v - lo) / span; };
-  std::string svg =
-      fmt::format("<svg width=\"600\" height=\"46\" role=\"img\" aria-label=\"{}\">", html_escape(figure));
+  std::string svg = fmt::format("<svg width=\"600\" height=\"46\" role=\"img\" aria-label=\"{}\">",
+                                html_escape(figure.text()));
   svg += fmt::format("<line x1=\"20\" x2=\"580\" y1=\"24\" y2=\"24\" stroke=\"#bbb\"/>");
   svg += fmt::format(
       "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"8\" y2=\"40\" stroke=\"#333\" stroke-dasharray=\"3,2\"/>",
@@ -130,7 +130,7 @@ std::string render_fleet_html(const FleetScore& score, const std::vector<FleetNo
        "median.</p>"
        "<table><tr><th>figure</th><th>median</th><th>MAD</th><th>nodes</th></tr>";
   for (const auto& [figure, st] : score.figures)
-    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", html_escape(figure),
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", html_escape(figure.text()),
                      short_number(st.median), short_number(st.mad), strip_chart(figure, st, nodes, score));
   h += "</table>";
   if (pairs) h += pairs_section(*pairs);

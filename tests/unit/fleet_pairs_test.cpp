@@ -181,5 +181,5 @@ TEST(FleetPairs, TheirSuspectsJoinTheFleetsWorstFirst) {
   cvs::apply_pair_findings(s, p);
   EXPECT_EQ(s.suspects(), (std::vector<std::string>{"b", "c"}));
   EXPECT_EQ(s.nodes.back().name, "a");
-  EXPECT_EQ(s.nodes[0].evidence.at(0).figure, "pairs");
+  EXPECT_EQ(s.nodes[0].evidence.at(0).figure, cvs::FigureKey::kind("pairs"));
 }

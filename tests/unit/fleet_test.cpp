@@ -19,9 +19,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTok = "BS=4 tokens_per_sec_per_gpu";
-const std::string kP50 = "BS=4 step_time_p50_ms";
-const std::string kLoss = "BS=4 final_loss";
+const cvs::FigureKey kTok{"BS=4", "tokens_per_sec_per_gpu"};
+const cvs::FigureKey kP50{"BS=4", "step_time_p50_ms"};
+const cvs::FigureKey kLoss{"BS=4", "final_loss"};
 
 cvs::FleetNode node(const std::string& name, double tok, double p50, double loss = 2.5) {
   return {name, cvs::Outcome::Pass, "", {{kTok, tok}, {kP50, p50}, {kLoss, loss}}, {}, {}, "", {}};
@@ -163,11 +163,11 @@ TEST(Fleet, ANodesFiguresComeFromItsResultsFile) {
   const auto n = cvs::read_fleet_node("local0", cvs::test::data("results/cpu_single_results.json"));
   EXPECT_EQ(n.status, cvs::Outcome::Pass);
   EXPECT_TRUE(n.failure.empty());
-  EXPECT_EQ(n.figures.at("BS=2,PRECISION=BF16,SL=128 tokens_per_sec_per_gpu"), 18934.31095075424);
-  EXPECT_TRUE(n.figures.count("BS=4,PRECISION=BF16,SL=128 final_loss"));
-  EXPECT_FALSE(n.figures.count("BS=2,PRECISION=BF16,SL=128 loss_decreased")) << "not a fleet figure";
+  EXPECT_EQ(n.figures.at({"BS=2,PRECISION=BF16,SL=128", "tokens_per_sec_per_gpu"}), 18934.31095075424);
+  EXPECT_TRUE(n.figures.count({"BS=4,PRECISION=BF16,SL=128", "final_loss"}));
+  EXPECT_FALSE(n.figures.count({"BS=2,PRECISION=BF16,SL=128", "loss_decreased"})) << "not a fleet figure";
   EXPECT_EQ(n.figures.size(), 7u) << "two sweeps: tokens/s, p50 step time and final loss each; JAX's devices";
-  EXPECT_EQ(n.figures.at("probe jax_devices"), 1);
+  EXPECT_EQ(n.figures.at(cvs::FigureKey::probe("jax_devices")), 1);
   EXPECT_TRUE(n.facts.empty() && n.steady.empty())
       << "an older results.json: no provenance_fields, no intervals";
   const auto failed_file =
@@ -242,8 +242,8 @@ TEST(Fleet, TheProbeNamesANodeMissingAGpuShortOfHbmOrOnAnotherJax) {
   results[4] = h100_node_results("n4", 0, 1.0, "0.4.31", 10050);  // another JAX
   results[5] = h100_node_results("n5", 0, 0.5, "0.4.35", 10010);  // another job holds half a GPU's HBM
   const auto nodes = read_nodes(dir, results);
-  EXPECT_EQ(nodes[0].figures.at("probe gpu_count"), 8);
-  EXPECT_EQ(nodes[0].figures.at("probe jax_devices"), 8);
+  EXPECT_EQ(nodes[0].figures.at(cvs::FigureKey::probe("gpu_count")), 8);
+  EXPECT_EQ(nodes[0].figures.at(cvs::FigureKey::probe("jax_devices")), 8);
   EXPECT_EQ(nodes[3].facts.at("jax_version"), "0.4.35");
   const auto s = cvs::score_fleet(nodes, {});
   EXPECT_EQ(s.suspects(), (std::vector<std::string>{"n3", "n5", "n4"}))
@@ -272,7 +272,7 @@ TEST(Fleet, ACalibratedBaselineScoresTheSteadyStateEvenOfAFleetOfTwo) {
   cvs::FleetPolicy policy;
   policy.baseline = cvs::read_fleet_baseline(cal);
   ASSERT_EQ(policy.baseline.size(), 1u);
-  EXPECT_NEAR(policy.baseline.at("BS=4 tokens_per_sec_per_gpu").mad, 100, 1e-9);
+  EXPECT_NEAR(policy.baseline.at({"BS=4", "tokens_per_sec_per_gpu"}).mad, 100, 1e-9);
   const auto nodes = read_nodes(
       dir, {h100_node_results("n0", 0, 1, "0.4.35", 10100), h100_node_results("n1", 0, 1, "0.4.35", 7000)});
   const auto s = cvs::score_fleet(nodes, policy);
@@ -311,7 +311,7 @@ TEST(Fleet, OnARealH200sSetupAnotherPlatformAndAProbeThatSaidNothingAreSuspects)
   results[4].erase("provenance_fields");
   const auto nodes = read_nodes(dir, results);
   EXPECT_EQ(nodes[0].facts.at("platform_version"), "cuda 13000");
-  EXPECT_EQ(nodes[0].figures.at("probe gpu_count"), 1);
+  EXPECT_EQ(nodes[0].figures.at(cvs::FigureKey::probe("gpu_count")), 1);
   const auto s = cvs::score_fleet(nodes, {});
   EXPECT_EQ(s.suspects(), (std::vector<std::string>{"n3", "n4"}));
   EXPECT_EQ(cvs::fleet_reasons(score_of(s, "n3")),

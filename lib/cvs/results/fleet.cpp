@@ -26,11 +26,6 @@ double median_of(std::vector<double> v) {
   return percentile(std::move(v), 50);
 }
 
-std::string metric_of(const std::string& figure) {
-  const auto sp = figure.rfind(' ');
-  return sp == std::string::npos ? figure : figure.substr(sp + 1);
-}
-
 // +1: lower is worse (throughput, free HBM), -1: higher is worse (step time), 0: either way
 // (loss, device counts).
 int bad_side(const std::string& metric) {
@@ -47,13 +42,13 @@ struct Standing {
   bool outlier = false;
 };
 
-Standing standing(const std::string& figure, double x, const FigureStats& st, const FleetPolicy& policy) {
+Standing standing(const FigureKey& figure, double x, const FigureStats& st, const FleetPolicy& policy) {
   Standing r;
   r.dev = (x - st.median) / std::fabs(st.median);
   r.z = st.mad > 0
             ? kMadToZ * (x - st.median) / st.mad
             : (x == st.median ? 0 : std::copysign(std::numeric_limits<double>::infinity(), x - st.median));
-  const int side = bad_side(metric_of(figure));
+  const int side = bad_side(figure.metric);
   const bool bad = side == 0 ? true : (side > 0 ? r.z < 0 : r.z > 0);
   r.outlier = bad && std::fabs(r.z) > policy.max_z && std::fabs(r.dev) >= policy.min_deviation;
   return r;
@@ -62,7 +57,7 @@ Standing standing(const std::string& figure, double x, const FigureStats& st, co
 // The figure's evidence against a node, when it is an outlier on the bad side beyond both bounds,
 // and so is the end of its steady-state interval `iv` nearest the median (when it has one).
 // `label` names the figure in the text (default: the figure).
-std::optional<FleetEvidence> outlier(const std::string& figure, double x, const FigureStats& st,
+std::optional<FleetEvidence> outlier(const FigureKey& figure, double x, const FigureStats& st,
                                      const FleetPolicy& policy, const std::pair<double, double>* iv,
                                      const std::string& label = "") {
   const char* reference = st.calibrated ? "the calibrated baseline's median" : "the fleet's median";
@@ -72,7 +67,7 @@ std::optional<FleetEvidence> outlier(const std::string& figure, double x, const 
   if (iv && !standing(figure, x < st.median ? iv->second : iv->first, st, policy).outlier)
     return std::nullopt;
   FleetEvidence e{figure, x, st.median, at.z, at.dev, ""};
-  e.text = (label.empty() ? figure : label) + " " + short_number(x) + " is " +
+  e.text = (label.empty() ? figure.text() : label) + " " + short_number(x) + " is " +
            short_number(std::fabs(at.dev) * 100) + " % " + (x < st.median ? "below" : "above") + " " +
            reference + " " + short_number(st.median) + " (modified z " +
            (std::isinf(at.z) ? std::string(at.z > 0 ? "+inf" : "-inf") : short_number(at.z)) + ")";
@@ -81,7 +76,7 @@ std::optional<FleetEvidence> outlier(const std::string& figure, double x, const 
   return e;
 }
 
-const std::pair<double, double>* interval_of(const FleetNode& n, const std::string& figure) {
+const std::pair<double, double>* interval_of(const FleetNode& n, const FigureKey& figure) {
   const auto it = n.intervals.find(figure);
   return it == n.intervals.end() ? nullptr : &it->second;
 }
@@ -119,7 +114,7 @@ void fact_evidence(const std::vector<FleetNode>& nodes, std::vector<NodeScore>& 
       if (!nodes[i].status || v == top->first || (v == kNotReported && nodes[i].status != Outcome::Pass))
         continue;
       scores[i].suspect = true;
-      scores[i].evidence.push_back({std::string("probe ") + fact, 0, 0, 0, 0,
+      scores[i].evidence.push_back({FigureKey::probe(fact), 0, 0, 0, 0,
                                     std::string("probe: ") + fact + " is " +
                                         (v == kNotReported ? v : "'" + v + "'") + " where " +
                                         std::to_string(top->second) + " of " + std::to_string(with) +
@@ -133,7 +128,8 @@ void baseline_evidence(const FleetNode& n, const FleetPolicy& policy, NodeScore&
   for (const auto& [figure, st] : policy.baseline) {
     const auto it = n.steady.find(figure);
     if (it == n.steady.end()) continue;
-    if (auto e = outlier(figure, it->second, st, policy, interval_of(n, figure), figure + " (steady state)"))
+    if (auto e = outlier(figure, it->second, st, policy, interval_of(n, figure),
+                         figure.text() + " (steady state)"))
       accuse(ns, std::move(*e));
   }
 }
@@ -163,7 +159,7 @@ std::vector<std::string> FleetScore::healthy() const {
 
 FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& policy) {
   FleetScore s;
-  std::map<std::string, std::vector<double>> values;
+  std::map<FigureKey, std::vector<double>> values;
   for (const auto& n : nodes) {
     if (n.status != Outcome::Pass) continue;
     ++s.scored;
@@ -187,7 +183,8 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
       ns.suspect = true;
       ns.worst_z = std::numeric_limits<double>::infinity();
       const std::string what = !n.status ? "left no results" : "its run ended " + to_string(*n.status);
-      ns.evidence.push_back({"run", 0, 0, 0, 0, what + (n.failure.empty() ? "" : ": " + n.failure)});
+      ns.evidence.push_back(
+          {FigureKey::kind("run"), 0, 0, 0, 0, what + (n.failure.empty() ? "" : ": " + n.failure)});
     } else {
       if (!s.too_small)
         for (const auto& [figure, x] : n.figures)
@@ -201,7 +198,8 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
   // A suspect's telemetry says why, in words: the cause beside the symptom.
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (s.nodes[i].suspect && !nodes[i].telemetry.empty())
-      s.nodes[i].evidence.push_back({"telemetry", 0, 0, 0, 0, "telemetry: " + nodes[i].telemetry});
+      s.nodes[i].evidence.push_back(
+          {FigureKey::kind("telemetry"), 0, 0, 0, 0, "telemetry: " + nodes[i].telemetry});
   std::stable_sort(s.nodes.begin(), s.nodes.end(), [](const NodeScore& a, const NodeScore& b) {
     if (a.suspect != b.suspect) return a.suspect;
     if (a.worst_z != b.worst_z) return a.worst_z > b.worst_z;
@@ -222,7 +220,7 @@ void read_probe(const Results& r, FleetNode& n) {
   const auto& pv = r.provenance;
   const auto jax_nodes = pv.value("nodes", nlohmann::ordered_json::array());
   if (!jax_nodes.empty() && jax_nodes[0].value("local_devices", nlohmann::ordered_json()).is_number())
-    n.figures["probe jax_devices"] = jax_nodes[0]["local_devices"].get<double>();
+    n.figures[FigureKey::probe("jax_devices")] = jax_nodes[0]["local_devices"].get<double>();
   const auto gpus = pv.value("gpus", nlohmann::ordered_json::array());
   if (gpus.empty()) return;
   double count = 0, least_free = std::numeric_limits<double>::infinity();
@@ -232,8 +230,8 @@ void read_probe(const Results& r, FleetNode& n) {
       if (d.value("free_gb", nlohmann::ordered_json()).is_number())
         least_free = std::min(least_free, d["free_gb"].get<double>());
     }
-  n.figures["probe gpu_count"] = count;
-  if (std::isfinite(least_free)) n.figures["probe hbm_free_gb"] = least_free;
+  n.figures[FigureKey::probe("gpu_count")] = count;
+  if (std::isfinite(least_free)) n.figures[FigureKey::probe("hbm_free_gb")] = least_free;
 }
 
 }  // namespace
@@ -267,21 +265,22 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
             !why.empty() && n.telemetry.find(why) == std::string::npos)
           n.telemetry += (n.telemetry.empty() ? "" : "; ") + key + ": " + why;
     for (const auto& [metric, v] : sweep.metrics)
-      if (!std::isnan(v) && is_fleet_metric(metric)) n.figures[key + " " + metric] = v;
+      if (!std::isnan(v) && is_fleet_metric(metric)) n.figures[{key, metric}] = v;
     if (!sweep.steady_state) continue;
     for (const auto& [metric, iv] : sweep.steady_state->intervals)
       if (!std::isnan(iv.estimate)) {
-        n.steady[key + " " + metric] = iv.estimate;
-        if (std::isfinite(iv.lo) && std::isfinite(iv.hi)) n.intervals[key + " " + metric] = {iv.lo, iv.hi};
+        const FigureKey figure{key, metric};
+        n.steady[figure] = iv.estimate;
+        if (std::isfinite(iv.lo) && std::isfinite(iv.hi)) n.intervals[figure] = {iv.lo, iv.hi};
         // The figure the node's own verdict used, not the point figure beside it.
-        if (is_fleet_metric(metric)) n.figures[key + " " + metric] = iv.estimate;
+        if (is_fleet_metric(metric)) n.figures[figure] = iv.estimate;
       }
   }
   read_probe(r, n);
   return n;
 }
 
-std::map<std::string, FigureStats> read_fleet_baseline(const std::filesystem::path& file) {
+std::map<FigureKey, FigureStats> read_fleet_baseline(const std::filesystem::path& file) {
   const std::string name = file.string();
   // The calibration file is a threshold file: read (and its gates checked) as each node's
   // --thresholds will be, before any node runs.
@@ -289,13 +288,13 @@ std::map<std::string, FigureStats> read_fleet_baseline(const std::filesystem::pa
   const auto stats = thresholds.calibration
                          ? thresholds.calibration->value("statistics", nlohmann::ordered_json::object())
                          : nlohmann::ordered_json::object();
-  std::map<std::string, FigureStats> out;
+  std::map<FigureKey, FigureStats> out;
   for (const auto& [sweep, metrics] : stats.items())
     for (const auto& [metric, st] : metrics.items())
       if (st.is_object() && st.value("median", nlohmann::json()).is_number() &&
           st.value("mad_sigma", nlohmann::json()).is_number())
-        out[sweep + " " + metric] = {st["median"].get<double>(), st["mad_sigma"].get<double>() / 1.4826,
-                                     st.value("n", std::size_t{0}), true};
+        out[{sweep, metric}] = {st["median"].get<double>(), st["mad_sigma"].get<double>() / 1.4826,
+                                st.value("n", std::size_t{0}), true};
   if (out.empty())
     throw ConfigError(
         name, "/_calibration/statistics", "no calibrated statistics (not a calibration file?)",
@@ -321,13 +320,13 @@ nlohmann::ordered_json fleet_json(const FleetScore& score, const FleetPolicy& po
   j["healthy"] = score.healthy();
   auto figures = nlohmann::ordered_json::object();
   for (const auto& [f, st] : score.figures)
-    figures[f] = {{"median", st.median}, {"mad", st.mad}, {"nodes", st.nodes}};
+    figures[f.text()] = {{"median", st.median}, {"mad", st.mad}, {"nodes", st.nodes}};
   j["figures"] = figures;
   auto nodes = nlohmann::ordered_json::array();
   for (const auto& n : score.nodes) {
     auto ev = nlohmann::ordered_json::array();
     for (const auto& e : n.evidence)
-      ev.push_back({{"figure", e.figure},
+      ev.push_back({{"figure", e.figure.text()},
                     {"value", e.value},
                     {"median", e.median},
                     {"z", e.z},

@@ -35,6 +35,20 @@
 
 namespace cvs {
 
+// What a fleet figure is: a sweep's metric ({"BS=2,PRECISION=BF16,SL=128", "tokens_per_sec_per_gpu"}),
+// a probe's measure or fact ({"probe", "gpu_count"}), or, for evidence that is no figure, its kind
+// alone ({"", "run"}, {"", "telemetry"}). Figures are keyed by it, never by a string built from its
+// parts; text() ("<sweep> <metric>") is the form fleet.json, the pages and the reasons print.
+struct FigureKey {
+  std::string sweep;   // a sweep key, "probe", or "" for evidence that is no figure
+  std::string metric;  // a metric of the catalog, the probe's measure or fact, or the evidence kind
+  static FigureKey probe(std::string what) { return {"probe", std::move(what)}; }
+  static FigureKey kind(std::string what) { return {"", std::move(what)}; }
+  bool is_probe() const { return sweep == "probe"; }
+  std::string text() const { return sweep.empty() ? metric : sweep + " " + metric; }
+  auto operator<=>(const FigureKey&) const = default;
+};
+
 struct FigureStats {
   double median = 0, mad = 0;
   std::size_t nodes = 0;    // the nodes (or calibration repeats) it is over
@@ -45,7 +59,7 @@ struct FleetPolicy {
   double max_z = 3.5;
   double min_deviation = 0.10;  // relative to the median
   std::size_t min_fleet = 3;
-  std::map<std::string, FigureStats> baseline;  // "<sweep> <metric>" -> the calibration's
+  std::map<FigureKey, FigureStats> baseline;  // the calibration's, per sweep and metric
 };
 
 // One node's run, as its results.json says it.
@@ -53,18 +67,17 @@ struct FleetNode {
   std::string name;
   std::optional<Outcome> status;  // the run's outcome; none when it left no results
   std::string failure;            // why, when status is not PASS: the first failing stage and its message
-  std::map<std::string, double> figures;     // "<sweep> <metric>" or "probe <what>" -> value
-  std::map<std::string, double> steady;      // "<sweep> <metric>" -> its steady-state estimate
+  std::map<FigureKey, double> figures;       // a sweep's metric or a probe's measure -> value
+  std::map<FigureKey, double> steady;        // a sweep's metric -> its steady-state estimate
   std::map<std::string, std::string> facts;  // the probe's: gpus, device_kind, jax_version, ...
   std::string telemetry;                     // what its telemetry shows, in words (explain_telemetry)
-  std::map<std::string, std::pair<double, double>>
-      intervals;        // "<sweep> <metric>" -> its steady-state [lo, hi]
-  double seconds = 0;   // the run's wall time (the runner's)
-  long long steps = 0;  // the training steps its sweeps ran
+  std::map<FigureKey, std::pair<double, double>> intervals;  // a sweep's metric -> its steady-state [lo, hi]
+  double seconds = 0;                                        // the run's wall time (the runner's)
+  long long steps = 0;                                       // the training steps its sweeps ran
 };
 
 struct FleetEvidence {
-  std::string figure;                                  // "<sweep> <metric>", or "run" for a failed run
+  FigureKey figure;                                    // the figure, or the kind: run, telemetry
   double value = 0, median = 0, z = 0, deviation = 0;  // deviation: (value - median) / median
   std::string text;                                    // in words
 };
@@ -79,7 +92,7 @@ struct NodeScore {
 struct FleetScore {
   bool too_small = false;  // fewer than min_fleet scored nodes: no outlier scoring
   std::size_t scored = 0;  // nodes whose run passed (the fleet the medians are over)
-  std::map<std::string, FigureStats> figures;
+  std::map<FigureKey, FigureStats> figures;
   std::vector<NodeScore> nodes;  // worst first: suspects (by worst_z), then healthy by name
   std::vector<std::string> suspects() const;
   std::vector<std::string> healthy() const;
@@ -98,7 +111,7 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
 // The baseline of a calibrated threshold file (its _calibration statistics: per sweep and
 // metric, the repeats' median and mad_sigma). Throws ConfigError (file, pointer, fix) when the
 // file does not parse or holds no calibration.
-std::map<std::string, FigureStats> read_fleet_baseline(const std::filesystem::path& calibration_file);
+std::map<FigureKey, FigureStats> read_fleet_baseline(const std::filesystem::path& calibration_file);
 
 // The outputs that act, into `dir`: suspect_nodes.txt (name, tab, reasons), healthy_nodes.txt,
 // slurm_exclude.txt (--exclude=host1,host2 by `host_of` each node's name; empty without suspects)

@@ -179,7 +179,7 @@ void apply_pair_findings(FleetScore& score, const PairsResult& pairs) {
     for (auto& n : score.nodes)
       if (n.name == node) {
         n.suspect = true;
-        n.evidence.push_back({"pairs", 0, pairs.reference_ms, 0, 0, text});
+        n.evidence.push_back({FigureKey::kind("pairs"), 0, pairs.reference_ms, 0, 0, text});
       }
   std::stable_sort(score.nodes.begin(), score.nodes.end(), [](const NodeScore& a, const NodeScore& b) {
     return a.suspect != b.suspect ? a.suspect : false;
