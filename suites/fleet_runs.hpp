@@ -3,6 +3,7 @@
 // beside the running one, its report in <dir>/report, its output in <dir>/suite.log.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -56,6 +57,12 @@ const Node& node_named(const Cluster& cluster, const std::string& name);
 // a process group of its own), which stops its training and ends ERROR; fleet mode and certify then
 // finish what they have, release a Slurm allocation and write their outputs.
 void stop_on_interrupt();
+
+// The options fleet mode and certify share: --max-parallel (runs at once; 0 every node) and the
+// outlier policy's --max-z, --min-deviation-pct (into policy.min_deviation as a fraction) and
+// --min-fleet.
+void add_policy_options(CLI::App& app, FleetPolicy& policy, std::size_t& max_parallel,
+                        const char* parallel_what);
 
 class Allocation {
  public:

@@ -38,7 +38,6 @@ namespace {
 Options parse_options(CLI::App& app, int argc, char** argv) {
   Options o;
   std::string cluster, config, dist, baseline, output, resume;
-  double min_dev_pct = o.policy.min_deviation * 100;
   app.allow_extras();
   app.add_option("--cluster", cluster, "the cluster file listing the hosts");
   app.add_option("--config", config, "a single-node suite config (preflight and the nodes tier)");
@@ -55,15 +54,8 @@ Options parse_options(CLI::App& app, int argc, char** argv) {
   app.add_flag("--fixed-steps", o.fixed_steps,
                "benchmarks: every run its configured steps (on_inconclusive fail), no early stop");
   app.add_option("--resume", resume, "continue the certification in this folder (decided tiers are kept)");
-  app.add_option("--max-parallel", o.max_parallel, "runs at once in a tier (default: every node)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--max-z", o.policy.max_z, "modified z-score beyond which a node is an outlier (3.5)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--min-deviation-pct", min_dev_pct,
-                 "and at least this far from the fleet's median, in % (10)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--min-fleet", o.policy.min_fleet, "passing runs needed to score the fleet (3)")
-      ->check(CLI::Range(2, 1 << 20));
+  cvs::fleet::add_policy_options(app, o.policy, o.max_parallel,
+                                 "runs at once in a tier (default: every node)");
   app.add_option(
          "--scaling-per-doubling-pct", o.per_doubling_pct,
          "the least scaling efficiency each doubling of the nodes may keep, in % (90: 81 % at 4 nodes)")
@@ -75,7 +67,6 @@ Options parse_options(CLI::App& app, int argc, char** argv) {
   o.distributed_config = abs(dist);
   o.baseline = abs(baseline);
   o.resume = abs(resume);
-  o.policy.min_deviation = min_dev_pct / 100;
   o.output = !resume.empty() ? o.resume
              : output.empty()
                  ? fs::absolute(fs::path("cvs-results") / ("certify-" + cvs::utc_now("%Y%m%d-%H%M%S")))

@@ -52,21 +52,12 @@ struct FleetOptions {
 FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
   FleetOptions o;
   std::string config, cluster, output, pairs, baseline;
-  double min_dev_pct = o.policy.min_deviation * 100;
   app.allow_extras();
   app.add_option("--config", config, "a single-node suite config")->required();
   app.add_option("--cluster", cluster, "the cluster file listing the nodes")->required();
   app.add_option("--output", output,
                  "report folder (default: cvs-results/jaxmaxtext_fleet-<UTC time>; never reused)");
-  app.add_option("--max-parallel", o.max_parallel, "node runs at once (default: every node)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--max-z", o.policy.max_z, "modified z-score beyond which a node is an outlier (3.5)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--min-deviation-pct", min_dev_pct,
-                 "and at least this far from the fleet's median, in % (10)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--min-fleet", o.policy.min_fleet, "passing runs needed to score the fleet (3)")
-      ->check(CLI::Range(2, 1 << 20));
+  cvs::fleet::add_policy_options(app, o.policy, o.max_parallel, "node runs at once (default: every node)");
   app.add_option(
       "--baseline", baseline,
       "a calibration of a known-good node (cvs calibrate): each node's steady state scored against it "
@@ -81,7 +72,6 @@ FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
   if (!baseline.empty()) o.baseline = fs::absolute(baseline);
   o.config = fs::absolute(config);
   o.cluster = fs::absolute(cluster);
-  o.policy.min_deviation = min_dev_pct / 100;
   o.output = output.empty() ? fs::path("cvs-results") / ("jaxmaxtext_fleet-" + cvs::utc_now("%Y%m%d-%H%M%S"))
                             : fs::path(output);
   o.suite_args = app.remaining();
