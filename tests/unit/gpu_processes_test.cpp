@@ -10,6 +10,7 @@
 #include "cvs/logs/gpu_processes.hpp"
 #include "cvs/logs/telemetry.hpp"
 #include "cvs/probe/gpu_probe.hpp"
+#include "cvs/results/results_file.hpp"
 #include "cvs/results/telemetry_record.hpp"
 #include "test_helpers.hpp"
 
@@ -232,4 +233,24 @@ TEST(GpuProcesses, TheRealNeighbourSessionIsExplainedByItsProcess) {
   ASSERT_EQ(apps.processes.size(), 1u);
   t.shared_gpu.push_back({apps.processes[0], 1.0, false});
   EXPECT_EQ(cvs::explain_telemetry(t), "GPU 0 shared with pid 484 (python3, 1002 MiB) in 100 % of samples");
+}
+
+// The telemetry record inside a results.json is read by the results file's reader: a mistyped
+// field is an error naming the file and its pointer (it was read as a default before), an absent
+// one its default (records of earlier versions).
+TEST(GpuProcesses, AMistypedTelemetryFieldIsNamedByItsPointer) {
+  auto r = cvs::test::read_json(cvs::test::data("h200/llama1b_neighbour.results.json"));
+  auto& gpu = r["sweeps"]["BS=4,PRECISION=BF16,SL=2048"]["run"]["nodes"][0]["telemetry"]["gpus"][0];
+  gpu.erase("pcie_gen_max");
+  EXPECT_NO_THROW(cvs::results_from_json(r, "neighbour.json"));
+  gpu["power_limit_w"] = "700 W";
+  try {
+    cvs::results_from_json(r, "neighbour.json");
+    FAIL() << "read a string as the power limit";
+  } catch (const cvs::ConfigError& e) {
+    EXPECT_EQ(e.issues().at(0).file, "neighbour.json");
+    EXPECT_EQ(e.issues().at(0).pointer,
+              "/sweeps/BS=4,PRECISION=BF16,SL=2048/run/nodes/0/telemetry/gpus/0/power_limit_w");
+    EXPECT_EQ(e.issues().at(0).message, "is a string, not a number");
+  }
 }

@@ -222,7 +222,7 @@ RunRecord read_run(const In& in) {
                     n.nullable_int("last_step"),
                     n.integer<std::size_t>("errors"),
                     {}};
-    if (const J* tj = n.find("telemetry")) r.telemetry = telemetry_from_json(*tj);
+    if (n.has("telemetry")) r.telemetry = telemetry_from_json(n.object("telemetry"));
     const auto state = node_state_from_string(n.str("state", "not started"));
     if (!state) n.fail(n.at_ptr("state"), "is not a node state");
     r.state = *state;

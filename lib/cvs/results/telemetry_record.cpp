@@ -6,6 +6,7 @@
 #include <cmath>
 #include <span>
 
+#include "cvs/config/config_error.hpp"
 #include "cvs/results/metrics.hpp"
 
 namespace cvs {
@@ -357,10 +358,12 @@ J spread_json(const Spread& s) {
   return {{"min", s.min}, {"median", s.median}, {"max", s.max}};
 }
 
-std::optional<Spread> spread_from(const J& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_object()) return std::nullopt;
-  const J& s = j[key];
-  return Spread{s.value("min", 0.0), s.value("median", 0.0), s.value("max", 0.0)};
+// Absent or null: none.
+std::optional<Spread> spread_from(const JsonIn& in, const char* key) {
+  const J* v = in.find(key);
+  if (!v || v->is_null()) return std::nullopt;
+  const JsonIn s = in.object(key);
+  return Spread{s.num("min"), s.num("median"), s.num("max")};
 }
 
 // A series with NaN as null (JSON has no NaN).
@@ -370,19 +373,15 @@ J series(const std::vector<double>& v) {
   return a;
 }
 
-std::vector<double> series_from(const J& j, const char* key) {
+std::vector<double> series_from(const JsonIn& in, const char* key) {
   std::vector<double> v;
-  if (j.contains(key) && j[key].is_array())
-    for (const auto& x : j[key]) v.push_back(x.is_number() ? x.get<double>() : NAN);
+  const J& a = in.array(key);
+  for (std::size_t i = 0; i < a.size(); ++i) v.push_back(in.number(a[i], pointer_join(in.at_ptr(key), i)));
   return v;
 }
 
 void opt_put(J& j, const char* key, const std::optional<double>& v) {
   if (v) j[key] = *v;
-}
-
-std::optional<double> opt_get(const J& j, const char* key) {
-  return j.contains(key) && j[key].is_number() ? std::optional(j[key].get<double>()) : std::nullopt;
 }
 
 }  // namespace
@@ -447,79 +446,89 @@ nlohmann::ordered_json to_json(const NodeTelemetry& t) {
 
 namespace {
 
-GpuTelemetry gpu_from_json(const J& gj) {
+GpuTelemetry gpu_from_json(const JsonIn& in) {
   GpuTelemetry g;
-  g.index = gj.value("index", 0);
-  g.samples = gj.value("samples", std::size_t{0});
-  g.throttled_fraction = gj.value("throttled_fraction", 0.0);
-  if (gj.contains("figures") && gj["figures"].is_object())
-    for (const auto& [k, v] : gj["figures"].items())
-      if (auto sp = spread_from(gj["figures"], k.c_str())) g.figures[k] = *sp;
-  if (gj.contains("throttle_reasons") && gj["throttle_reasons"].is_object())
-    for (const auto& [k, v] : gj["throttle_reasons"].items())
-      if (v.is_number()) g.throttle_reasons[k] = v.get<double>();
-  g.power_capped_fraction = gj.value("power_capped_fraction", 0.0);
-  g.power_limit_w = opt_get(gj, "power_limit_w");
-  g.power_default_limit_w = opt_get(gj, "power_default_limit_w");
-  g.ecc_corrected_delta = opt_get(gj, "ecc_corrected_delta");
-  g.ecc_uncorrected_delta = opt_get(gj, "ecc_uncorrected_delta");
-  g.pcie_width_min = opt_get(gj, "pcie_width_min");
-  g.pcie_width_max = opt_get(gj, "pcie_width_max");
-  g.pcie_gen_min = opt_get(gj, "pcie_gen_min");
-  g.pcie_gen_max = opt_get(gj, "pcie_gen_max");
-  if (gj.contains("series") && gj["series"].is_object()) {
-    g.sm_clock_mhz = series_from(gj["series"], "sm_clock_mhz");
-    g.power_w = series_from(gj["series"], "power_w");
-    g.temp_c = series_from(gj["series"], "temp_c");
+  g.index = in.integer<int>("index", 0);
+  g.samples = in.integer<std::size_t>("samples", 0);
+  g.throttled_fraction = in.num("throttled_fraction", 0.0);
+  if (in.has("figures")) {
+    const JsonIn figs = in.object("figures");
+    for (const auto& [k, v] : in.at("figures").items())
+      if (auto sp = spread_from(figs, k.c_str())) g.figures[k] = *sp;
+  }
+  if (in.has("throttle_reasons")) {
+    const JsonIn reasons = in.object("throttle_reasons");
+    for (const auto& [k, v] : in.at("throttle_reasons").items())
+      g.throttle_reasons[k] = reasons.number(v, reasons.at_ptr(k.c_str()));
+  }
+  g.power_capped_fraction = in.num("power_capped_fraction", 0.0);
+  g.power_limit_w = in.nullable_num("power_limit_w");
+  g.power_default_limit_w = in.nullable_num("power_default_limit_w");
+  g.ecc_corrected_delta = in.nullable_num("ecc_corrected_delta");
+  g.ecc_uncorrected_delta = in.nullable_num("ecc_uncorrected_delta");
+  g.pcie_width_min = in.nullable_num("pcie_width_min");
+  g.pcie_width_max = in.nullable_num("pcie_width_max");
+  g.pcie_gen_min = in.nullable_num("pcie_gen_min");
+  g.pcie_gen_max = in.nullable_num("pcie_gen_max");
+  if (in.has("series")) {
+    const JsonIn series = in.object("series");
+    g.sm_clock_mhz = series_from(series, "sm_clock_mhz");
+    g.power_w = series_from(series, "power_w");
+    g.temp_c = series_from(series, "temp_c");
   }
   return g;
 }
 
-SharedGpu shared_gpu_from_json(const J& x) {
+SharedGpu shared_gpu_from_json(const JsonIn& in) {
   SharedGpu g;
-  g.process.gpu = x.value("gpu", -1);
-  g.process.pid = x.value("pid", 0LL);
-  g.process.name = x.value("name", std::string());
-  g.process.memory_mib = opt_get(x, "memory_mib");
-  g.fraction = x.value("fraction", 0.0);
-  g.unseen = x.value("other_namespace", false);
+  g.process.gpu = in.integer<int>("gpu", -1);
+  g.process.pid = in.integer<long long>("pid", 0);
+  g.process.name = in.str("name");
+  g.process.memory_mib = in.nullable_num("memory_mib");
+  g.fraction = in.num("fraction", 0.0);
+  g.unseen = in.boolean("other_namespace", false);
   return g;
 }
 
 }  // namespace
 
-NodeTelemetry telemetry_from_json(const nlohmann::ordered_json& j) {
+// Absent keys read as their defaults (records of earlier versions); a key of the wrong type is a
+// ConfigError at its pointer (the reader of the file the record is in names the file).
+NodeTelemetry telemetry_from_json(const JsonIn& in) {
   NodeTelemetry t;
-  if (!j.is_object()) return t;
-  t.tool = j.value("tool", std::string());
-  t.tool_version = j.value("tool_version", std::string());
-  t.samples = j.value("samples", std::size_t{0});
-  t.seconds = j.value("seconds", 0.0);
-  t.cores = j.value("cores", 0);
-  t.cpu_share = spread_from(j, "cpu_share");
-  t.psi_cpu = spread_from(j, "psi_cpu_some");
-  t.psi_memory = spread_from(j, "psi_memory_some");
-  t.psi_io = spread_from(j, "psi_io_some");
-  t.mem_available_min_gb = opt_get(j, "mem_available_min_gb");
-  if (j.contains("series") && j["series"].is_object()) {
-    t.t = series_from(j["series"], "t");
-    t.cpu_share_series = series_from(j["series"], "cpu_share");
-    t.psi_cpu_series = series_from(j["series"], "psi_cpu");
+  t.tool = in.str("tool");
+  t.tool_version = in.str("tool_version");
+  t.samples = in.integer<std::size_t>("samples", 0);
+  t.seconds = in.num("seconds", 0.0);
+  t.cores = in.integer<int>("cores", 0);
+  t.cpu_share = spread_from(in, "cpu_share");
+  t.psi_cpu = spread_from(in, "psi_cpu_some");
+  t.psi_memory = spread_from(in, "psi_memory_some");
+  t.psi_io = spread_from(in, "psi_io_some");
+  t.mem_available_min_gb = in.nullable_num("mem_available_min_gb");
+  if (in.has("series")) {
+    const JsonIn series = in.object("series");
+    t.t = series_from(series, "t");
+    t.cpu_share_series = series_from(series, "cpu_share");
+    t.psi_cpu_series = series_from(series, "psi_cpu");
   }
-  if (j.contains("gpus") && j["gpus"].is_array())
-    for (const auto& gj : j["gpus"]) t.gpus.push_back(gpu_from_json(gj));
-  if (j.contains("kernel") && j["kernel"].is_array())
-    for (const auto& k : j["kernel"])
-      t.kernel.push_back({k.value("t", 0.0), k.value("line", std::string()),
-                          k.value("pattern", std::string()), k.value("meaning", std::string()),
-                          k.value("fails", false)});
-  if (j.contains("shared_gpu") && j["shared_gpu"].is_array())
-    for (const auto& x : j["shared_gpu"]) t.shared_gpu.push_back(shared_gpu_from_json(x));
-  t.samples_before_training = j.value("samples_before_training", std::size_t{0});
-  if (j.contains("notes") && j["notes"].is_array())
-    for (const auto& n : j["notes"])
-      if (n.is_string()) t.notes.push_back(n.get<std::string>());
+  for (std::size_t i = 0; i < in.array("gpus").size(); ++i)
+    t.gpus.push_back(gpu_from_json(in.element("gpus", i)));
+  for (std::size_t i = 0; i < in.array("kernel").size(); ++i) {
+    const JsonIn k = in.element("kernel", i);
+    t.kernel.push_back(
+        {k.num("t", 0.0), k.str("line"), k.str("pattern"), k.str("meaning"), k.boolean("fails")});
+  }
+  for (std::size_t i = 0; i < in.array("shared_gpu").size(); ++i)
+    t.shared_gpu.push_back(shared_gpu_from_json(in.element("shared_gpu", i)));
+  t.samples_before_training = in.integer<std::size_t>("samples_before_training", 0);
+  if (in.has("notes")) t.notes = in.strings("notes");
   return t;
+}
+
+NodeTelemetry telemetry_from_json(const nlohmann::ordered_json& j) {
+  static const std::string kRecord = "(a telemetry record)";
+  return telemetry_from_json(JsonIn(j, "", kRecord, "pass a telemetry record a cvs suite wrote"));
 }
 
 }  // namespace cvs

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cvs/config/blocks.hpp"
+#include "cvs/config/json_in.hpp"
 #include "cvs/logs/telemetry.hpp"
 
 namespace cvs {
@@ -69,6 +70,8 @@ struct NodeTelemetry {
 // partial record reads as what it has).
 nlohmann::ordered_json to_json(const NodeTelemetry& t);
 NodeTelemetry telemetry_from_json(const nlohmann::ordered_json& j);
+// The same, inside a file being read (results.json): errors carry that file and the pointer.
+NodeTelemetry telemetry_from_json(const JsonIn& in);
 
 // The summary of what a node's sampler sent during one run.
 NodeTelemetry summarize_telemetry(const std::string& node, const TelemetryParser& p);
