@@ -1,5 +1,5 @@
 // Fleet scoring at cluster scale (Google Benchmark): N simulated nodes, two sweeps' figures each
-// with 2 % noise and one node in 64 a third slower, scored (lib/cvs/results/fleet.hpp) and, separately,
+// with 2 % noise and one node in 64 a third slower, scored (lib/cvs/fleet/fleet.hpp) and, separately,
 // written out (the text files, the healthy cluster file, fleet.json). Reports the time per fleet
 // and per node. The scoring is what runs after every fleet session; the node runs dominate.
 #include <benchmark/benchmark.h>
@@ -8,8 +8,8 @@
 #include <random>
 
 #include "cvs/exec/cluster.hpp"
-#include "cvs/results/fleet.hpp"
-#include "cvs/results/fleet_pairs.hpp"
+#include "cvs/fleet/fleet.hpp"
+#include "cvs/fleet/fleet_pairs.hpp"
 
 namespace {
 
@@ -58,7 +58,7 @@ void BM_WriteFleetOutputs(benchmark::State& state) {
 }
 BENCHMARK(BM_WriteFleetOutputs)->Arg(1024)->Unit(benchmark::kMillisecond);
 
-// Pairs (lib/cvs/results/fleet_pairs.hpp) over N simulated nodes, one in 64 with a slow link: the planning,
+// Pairs (lib/cvs/fleet/fleet_pairs.hpp) over N simulated nodes, one in 64 with a slow link: the planning,
 // batching and attribution around instant runs (a run's step time from its two nodes' links). Reports
 // the pair runs a fleet of N needs (the GPU time pairs cost) and the suspects named.
 void BM_LocalisePairs(benchmark::State& state) {

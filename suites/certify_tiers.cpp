@@ -13,7 +13,7 @@
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
-#include "cvs/results/fleet_pairs.hpp"
+#include "cvs/fleet/fleet_pairs.hpp"
 #include "fleet_runs.hpp"
 
 #ifndef CVS_GIT_COMMIT

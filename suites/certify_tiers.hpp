@@ -1,4 +1,4 @@
-// cvs certify's tiers (lib/cvs/results/certificate.hpp says what each decides): the inputs
+// cvs certify's tiers (lib/cvs/fleet/certificate.hpp says what each decides): the inputs
 // checked before any node runs, then each tier run through fleet_runs.hpp on the nodes the tiers
 // before left healthy, certificate.json rewritten whole after each.
 #pragma once
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cvs/exec/cluster.hpp"
-#include "cvs/results/certificate.hpp"
-#include "cvs/results/fleet.hpp"
+#include "cvs/fleet/certificate.hpp"
+#include "cvs/fleet/fleet.hpp"
 
 namespace cvs::certify {
 

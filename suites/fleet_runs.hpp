@@ -12,8 +12,8 @@
 
 #include "cvs/exec/cluster.hpp"
 #include "cvs/exec/process.hpp"
-#include "cvs/results/fleet.hpp"
-#include "cvs/results/fleet_pairs.hpp"
+#include "cvs/fleet/fleet.hpp"
+#include "cvs/fleet/fleet_pairs.hpp"
 
 namespace cvs::fleet {
 

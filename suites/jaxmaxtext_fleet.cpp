@@ -1,6 +1,6 @@
 // jaxmaxtext_fleet: the single-node suite run on every node of a cluster at once, each node an
 // independent run through the cluster's own transport (local or ssh) and the config's runtime,
-// then every node scored against the fleet (lib/cvs/results/fleet.hpp) to name the outliers.
+// then every node scored against the fleet (lib/cvs/fleet/fleet.hpp) to name the outliers.
 //
 //   jaxmaxtext_fleet --config SINGLE_CONFIG --cluster FILE [--output DIR] [--max-parallel N]
 //                    [--max-z Z] [--min-deviation-pct P] [--min-fleet N] [--baseline CALIBRATION]
@@ -9,7 +9,7 @@
 // Each node's run is the jaxmaxtext_single executable beside this one, on a one-node cluster file
 // of that node, with its report in <output>/nodes/<name>/report; SUITE ARGS (e.g.
 // --gtest_filter=..., --poll-interval-s 1) pass to every node's run. With --pairs, the healthy nodes
-// then run the distributed config two at a time (lib/cvs/results/fleet_pairs.hpp: a slow link), each pair
+// then run the distributed config two at a time (lib/cvs/fleet/fleet_pairs.hpp: a slow link), each pair
 // a jaxmaxtext_distributed run (setup and training only) in <output>/pairs/<round>-<a>+<b>.
 // A Slurm cluster (scheduler slurm): one allocation of slurm.nodes for the fleet, each node's and
 // pair's run in it. Exit 0: no suspect; 1: a suspect or a slow link; 2: bad input; 3: no allocation.
@@ -30,9 +30,9 @@
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
+#include "cvs/fleet/fleet.hpp"
+#include "cvs/fleet/fleet_pairs.hpp"
 #include "cvs/reporters.hpp"
-#include "cvs/results/fleet.hpp"
-#include "cvs/results/fleet_pairs.hpp"
 #include "fleet_runs.hpp"
 
 namespace fs = std::filesystem;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cvs/exec/cluster.hpp"
-#include "cvs/results/certificate.hpp"
+#include "cvs/fleet/certificate.hpp"
 
 namespace cvs::report {
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "cvs/results/fleet.hpp"
-#include "cvs/results/fleet_pairs.hpp"
+#include "cvs/fleet/fleet.hpp"
+#include "cvs/fleet/fleet_pairs.hpp"
 
 namespace cvs::report {
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "cvs/exec/cluster.hpp"
+#include "cvs/fleet/fleet.hpp"
+#include "cvs/fleet/fleet_pairs.hpp"
 #include "cvs/history/store.hpp"
-#include "cvs/results/fleet.hpp"
-#include "cvs/results/fleet_pairs.hpp"
 #include "cvs/results/results_file.hpp"
 
 namespace CLI {

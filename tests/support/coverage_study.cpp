@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "cvs/results/step_stats.hpp"
+#include "cvs/statistics/step_stats.hpp"
 
 namespace cvs::study {
 namespace {

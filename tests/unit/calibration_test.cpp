@@ -5,8 +5,8 @@
 
 #include "cvs/base/sha256.hpp"
 #include "cvs/exec/cluster.hpp"
-#include "cvs/results/calibration.hpp"
 #include "cvs/results/results_file.hpp"
+#include "cvs/verdicts/calibration.hpp"
 #include "test_helpers.hpp"
 
 using J = nlohmann::ordered_json;

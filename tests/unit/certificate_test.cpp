@@ -10,7 +10,7 @@
 #include "cvs/certificate_report.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
-#include "cvs/results/certificate.hpp"
+#include "cvs/fleet/certificate.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;

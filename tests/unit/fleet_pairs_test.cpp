@@ -1,4 +1,4 @@
-// Fleet pairs (lib/cvs/results/fleet_pairs.hpp): which two-node runs are made, in node-disjoint batches,
+// Fleet pairs (lib/cvs/fleet/fleet_pairs.hpp): which two-node runs are made, in node-disjoint batches,
 // and which node or link is named, over a simulated fabric (the runner: a step time per pair made
 // from each node's link; the real two-node runs are tests/e2e/fleet_pairs_test.sh's).
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "cvs/results/fleet_pairs.hpp"
+#include "cvs/fleet/fleet_pairs.hpp"
 
 namespace {
 

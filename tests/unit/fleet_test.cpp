@@ -1,4 +1,4 @@
-// Fleet scoring (lib/cvs/results/fleet.hpp): robust outliers with direction, failed runs, a fleet too
+// Fleet scoring (lib/cvs/fleet/fleet.hpp): robust outliers with direction, failed runs, a fleet too
 // small to score, the outputs that act, and reading a node's results.json.
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 
 #include "cvs/config/config_error.hpp"
 #include "cvs/exec/cluster.hpp"
+#include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet_report.hpp"
 #include "cvs/probe/gpu_probe.hpp"
-#include "cvs/results/fleet.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;

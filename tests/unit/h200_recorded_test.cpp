@@ -8,11 +8,11 @@
 #include <sstream>
 
 #include "cvs/logs/logscan.hpp"
-#include "cvs/results/calibration.hpp"
-#include "cvs/results/evaluation.hpp"
-#include "cvs/results/metrics.hpp"
 #include "cvs/results/results_file.hpp"
 #include "cvs/results/telemetry_record.hpp"
+#include "cvs/statistics/metrics.hpp"
+#include "cvs/verdicts/calibration.hpp"
+#include "cvs/verdicts/evaluation.hpp"
 #include "test_helpers.hpp"
 
 using J = nlohmann::ordered_json;

@@ -18,8 +18,8 @@
 #include "cvs/history/store.hpp"
 #include "cvs/history/trend.hpp"
 #include "cvs/logs/logscan.hpp"
-#include "cvs/results/metrics.hpp"
 #include "cvs/results/results_file.hpp"
+#include "cvs/statistics/metrics.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include "cvs/logs/logscan.hpp"
 #include "cvs/logs/metrics_file.hpp"
 #include "cvs/results/compare.hpp"
-#include "cvs/results/metrics.hpp"
+#include "cvs/statistics/metrics.hpp"
 #include "test_helpers.hpp"
 
 namespace {

@@ -8,10 +8,10 @@
 
 #include "cvs/config/thresholds.hpp"
 #include "cvs/logs/logscan.hpp"
-#include "cvs/results/early_stop.hpp"
-#include "cvs/results/evaluation.hpp"
-#include "cvs/results/metrics.hpp"
-#include "cvs/results/step_stats.hpp"
+#include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/step_stats.hpp"
+#include "cvs/verdicts/early_stop.hpp"
+#include "cvs/verdicts/evaluation.hpp"
 #include "test_helpers.hpp"
 
 namespace {

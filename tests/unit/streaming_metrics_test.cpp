@@ -8,9 +8,9 @@
 #include <random>
 
 #include "cvs/logs/logscan.hpp"
-#include "cvs/results/decimal_column.hpp"
-#include "cvs/results/metrics.hpp"
-#include "cvs/results/step_stats.hpp"
+#include "cvs/statistics/decimal_column.hpp"
+#include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/step_stats.hpp"
 #include "test_helpers.hpp"
 
 namespace {

@@ -4,7 +4,7 @@
 
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/thresholds.hpp"
-#include "cvs/results/evaluation.hpp"
+#include "cvs/verdicts/evaluation.hpp"
 #include "test_helpers.hpp"
 
 using cvs::Outcome;

@@ -11,8 +11,8 @@
 #include "cvs/base/utc_time.hpp"
 #include "cvs/exec/cluster.hpp"
 #include "cvs/history/store.hpp"
-#include "cvs/results/calibration.hpp"
 #include "cvs/results/results_file.hpp"
+#include "cvs/verdicts/calibration.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -122,7 +122,7 @@ int cmd_calibrate(const Args& args) {
   CLI::App app{
       "cvs calibrate: run the config's sweeps N times on a known-good node or cluster and write a "
       "threshold file whose speed gates derive from what was measured (rule: "
-      "lib/cvs/results/calibration.hpp)",
+      "lib/cvs/verdicts/calibration.hpp)",
       "cvs calibrate"};
   std::string config, cluster, out, work, history_spec;
   int repeats = 3;

@@ -9,8 +9,8 @@
 #include "cvs/config/text_file.hpp"
 #include "cvs/logs/logscan.hpp"
 #include "cvs/logs/metrics_file.hpp"
-#include "cvs/results/metrics.hpp"
 #include "cvs/results/results_file.hpp"
+#include "cvs/statistics/metrics.hpp"
 
 namespace cvs::cli {
 namespace {

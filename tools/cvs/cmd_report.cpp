@@ -5,9 +5,9 @@
 #include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/certificate_report.hpp"
+#include "cvs/fleet/certificate.hpp"
 #include "cvs/html_report.hpp"
 #include "cvs/reporters.hpp"
-#include "cvs/results/certificate.hpp"
 #include "cvs/results/results_file.hpp"
 
 namespace cvs::cli {

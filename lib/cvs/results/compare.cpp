@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "cvs/catalog/metric_catalog.hpp"
-#include "cvs/results/metrics.hpp"
 #include "cvs/results/results_file.hpp"
+#include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
 

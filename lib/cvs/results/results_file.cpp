@@ -1,6 +1,6 @@
 #include "cvs/results/results_file.hpp"
 
-#include "cvs/results/step_stats.hpp"
+#include "cvs/statistics/step_stats.hpp"
 
 #include <cmath>
 #include <fstream>

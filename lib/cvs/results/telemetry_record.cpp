@@ -7,7 +7,7 @@
 #include <span>
 
 #include "cvs/config/config_error.hpp"
-#include "cvs/results/metrics.hpp"
+#include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
 namespace {

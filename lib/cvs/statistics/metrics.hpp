@@ -13,7 +13,7 @@
 #include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/config/config.hpp"
 #include "cvs/logs/maxtext_log.hpp"
-#include "cvs/results/step_stats.hpp"
+#include "cvs/statistics/step_stats.hpp"
 
 namespace cvs {
 

@@ -1,4 +1,4 @@
-#include "cvs/results/step_stats.hpp"
+#include "cvs/statistics/step_stats.hpp"
 
 #include "cvs/catalog/metric_catalog.hpp"
 
@@ -9,7 +9,7 @@
 #include <limits>
 
 #include <fmt/format.h>
-#include "cvs/results/metrics.hpp"
+#include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
 namespace {

@@ -1,4 +1,4 @@
-#include "cvs/results/decimal_column.hpp"
+#include "cvs/statistics/decimal_column.hpp"
 
 #include <bit>
 #include <cmath>

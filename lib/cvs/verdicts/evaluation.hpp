@@ -8,7 +8,7 @@
 
 #include "cvs/catalog/outcome.hpp"
 #include "cvs/config/thresholds.hpp"
-#include "cvs/results/metrics.hpp"
+#include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
 

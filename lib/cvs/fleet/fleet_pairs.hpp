@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "cvs/results/fleet.hpp"
+#include "cvs/fleet/fleet.hpp"
 
 namespace cvs {
 

@@ -1,4 +1,4 @@
-#include "cvs/results/fleet.hpp"
+#include "cvs/fleet/fleet.hpp"
 
 #include "cvs/base/text.hpp"
 
@@ -15,7 +15,7 @@
 #include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/thresholds.hpp"
-#include "cvs/results/metrics.hpp"
+#include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
 namespace {

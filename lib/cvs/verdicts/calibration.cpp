@@ -1,4 +1,4 @@
-#include "cvs/results/calibration.hpp"
+#include "cvs/verdicts/calibration.hpp"
 
 #include "cvs/results/results_file.hpp"
 

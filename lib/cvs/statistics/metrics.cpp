@@ -1,4 +1,4 @@
-#include "cvs/results/metrics.hpp"
+#include "cvs/statistics/metrics.hpp"
 
 #include "cvs/base/format.hpp"
 #include "cvs/catalog/metric_catalog.hpp"

@@ -1,4 +1,4 @@
-#include "cvs/results/evaluation.hpp"
+#include "cvs/verdicts/evaluation.hpp"
 
 #include <cmath>
 

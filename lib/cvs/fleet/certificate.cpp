@@ -1,4 +1,4 @@
-#include "cvs/results/certificate.hpp"
+#include "cvs/fleet/certificate.hpp"
 
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/json_in.hpp"

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "cvs/config/thresholds.hpp"
-#include "cvs/results/evaluation.hpp"
+#include "cvs/verdicts/evaluation.hpp"
 
 namespace cvs {
 

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "cvs/logs/maxtext_log.hpp"
-#include "cvs/results/decimal_column.hpp"
+#include "cvs/statistics/decimal_column.hpp"
 
 namespace cvs {
 

@@ -1,11 +1,11 @@
-#include "cvs/results/fleet_pairs.hpp"
+#include "cvs/fleet/fleet_pairs.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "cvs/base/format.hpp"
-#include "cvs/results/metrics.hpp"
+#include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
 namespace {

@@ -1,8 +1,8 @@
-#include "cvs/results/early_stop.hpp"
+#include "cvs/verdicts/early_stop.hpp"
 
 #include <algorithm>
 
-#include "cvs/results/metrics.hpp"
+#include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
 

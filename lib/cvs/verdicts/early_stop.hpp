@@ -18,8 +18,8 @@
 
 #include "cvs/config/thresholds.hpp"
 #include "cvs/logs/maxtext_log.hpp"
-#include "cvs/results/evaluation.hpp"
-#include "cvs/results/metrics.hpp"
+#include "cvs/statistics/metrics.hpp"
+#include "cvs/verdicts/evaluation.hpp"
 
 namespace cvs {
 
