@@ -12,6 +12,7 @@
 #include "cvs/exec/cluster.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet_report.hpp"
+#include "cvs/history/store.hpp"
 #include "cvs/probe/gpu_probe.hpp"
 #include "test_helpers.hpp"
 
@@ -140,6 +141,19 @@ TEST(Fleet, OutputsNameTheSuspectsAndAHealthyClusterFileThatLoads) {
       << "the reason names the sweep first";
   EXPECT_EQ(read(dir / "suspect_nodes.txt").rfind("gpu1\tBS=4 ", 0), 0u) << read(dir / "suspect_nodes.txt");
   EXPECT_EQ(read(dir / "slurm_exclude.txt"), "--exclude=10.0.0.1\n");
+  // fleet.json is versioned; the history refuses one newer than it reads, naming the pointer.
+  auto fleet_file = nlohmann::json::parse(read(dir / "fleet.json"));
+  EXPECT_EQ(fleet_file["schema_version"], cvs::kFleetFileSchemaVersion);
+  EXPECT_EQ(cvs::history::entry_of_fleet(dir).node_entries.size(), 4u);
+  fleet_file["schema_version"] = 99;
+  std::ofstream(dir / "fleet.json") << fleet_file.dump();
+  try {
+    cvs::history::entry_of_fleet(dir);
+    ADD_FAILURE() << "read a fleet.json of schema 99";
+  } catch (const cvs::ConfigError& e) {
+    EXPECT_EQ(e.issues().at(0).pointer, "/schema_version");
+    EXPECT_NE(e.issues().at(0).message.find("this cvs reads fleet.json up to schema 1"), std::string::npos);
+  }
   const auto healthy = cvs::load_cluster(dir / "healthy_cluster.json");
   ASSERT_EQ(healthy.nodes.size(), 3u);
   EXPECT_EQ(healthy.head_node().name, "gpu2");

@@ -312,6 +312,7 @@ namespace {
 
 nlohmann::ordered_json fleet_json(const FleetScore& score, const FleetPolicy& policy) {
   nlohmann::ordered_json j;
+  j["schema_version"] = kFleetFileSchemaVersion;
   j["policy"] = {
       {"max_z", policy.max_z}, {"min_deviation", policy.min_deviation}, {"min_fleet", policy.min_fleet}};
   j["scored_nodes"] = score.scored;

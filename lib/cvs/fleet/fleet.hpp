@@ -49,6 +49,11 @@ struct FigureKey {
   auto operator<=>(const FigureKey&) const = default;
 };
 
+// fleet.json and pairs.json carry these; their readers (the history) refuse a newer one. A file
+// without the key is the version before it was written (0), read as 1.
+inline constexpr int kFleetFileSchemaVersion = 1;
+inline constexpr int kPairsFileSchemaVersion = 1;
+
 struct FigureStats {
   double median = 0, mad = 0;
   std::size_t nodes = 0;    // the nodes (or calibration repeats) it is over

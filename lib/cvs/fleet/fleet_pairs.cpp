@@ -188,6 +188,7 @@ void apply_pair_findings(FleetScore& score, const PairsResult& pairs) {
 
 nlohmann::ordered_json pairs_json(const PairsResult& pairs) {
   nlohmann::ordered_json j;
+  j["schema_version"] = kPairsFileSchemaVersion;
   j["rule"] =
       "round 1: the nodes in pairs; reference = median step time of the faster half of the pairs; slow = "
       "failed "

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "cvs/base/sha256.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/fleet/fleet.hpp"
 #include "cvs/results/results_file.hpp"
 
 namespace fs = std::filesystem;
@@ -114,6 +116,12 @@ SessionEntry entry_of_fleet(const fs::path& folder) {
   const auto f = nlohmann::json::parse(in, nullptr, false);
   if (f.is_discarded() || !f.contains("nodes"))
     throw StoreError((folder / "fleet.json").string() + ": not a fleet.json");
+  if (const auto& v = f.value("schema_version", nlohmann::json(0));
+      !v.is_number_integer() || v.get<int>() > kFleetFileSchemaVersion)
+    throw ConfigError((folder / "fleet.json").string(), "/schema_version",
+                      "is " + v.dump() + "; this cvs reads fleet.json up to schema " +
+                          std::to_string(kFleetFileSchemaVersion),
+                      "record it with the cvs-maxtext that wrote it (or a newer one)");
   SessionEntry e;
   e.kind = "fleet";
   e.suite = "jaxmaxtext_fleet";
