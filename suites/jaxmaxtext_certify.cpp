@@ -9,7 +9,8 @@
 //                      [--min-deviation-pct P] [--min-fleet N] [--scaling-per-doubling-pct P]
 //                      [SUITE ARGS...]
 //
-// Every run is a suite executable beside this one (fleet_runs.hpp), with its config copied into
+// The tiers are lib/cvs/certify (tiers.hpp); this front end parses, wires the ProcessRunner and
+// catches. Every run is a suite executable beside this one (exec/suite_runs.hpp), with its config copied into
 // <output>/inputs with statistics.on_inconclusive "extend" (each speed gate stops once decisive).
 // Exit 0 certified, 1 not (or incomplete: budget, Ctrl-C), 2 bad input, 3 infrastructure.
 #include <spdlog/spdlog.h>
@@ -20,15 +21,21 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "certify_tiers.hpp"
-#include "cvs/base/format.hpp"
 #include "cvs/base/utc_time.hpp"
 #include "cvs/certificate_report.hpp"
+#include "cvs/certify/inputs.hpp"
+#include "cvs/certify/runner.hpp"
+#include "cvs/certify/tiers.hpp"
 #include "cvs/config/config_error.hpp"
-#include "cvs/exec/cluster.hpp"
 #include "cvs/exec/launch.hpp"
-#include "cvs/exec/process.hpp"
-#include "fleet_runs.hpp"
+#include "fleet_options.hpp"
+
+#ifndef CVS_GIT_COMMIT
+#define CVS_GIT_COMMIT "unknown"
+#endif
+#ifndef CVS_VERSION
+#define CVS_VERSION "unknown"
+#endif
 
 namespace fs = std::filesystem;
 using cvs::certify::Options;
@@ -72,6 +79,8 @@ Options parse_options(CLI::App& app, int argc, char** argv) {
                  ? fs::absolute(fs::path("cvs-results") / ("certify-" + cvs::utc_now("%Y%m%d-%H%M%S")))
                  : fs::absolute(output);
   o.suite_args = app.remaining();
+  o.tool_version = CVS_VERSION;
+  o.git_commit = CVS_GIT_COMMIT;
   return o;
 }
 
@@ -114,12 +123,13 @@ int main(int argc, char** argv) {
     for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
     return 2;
   }
-  cvs::fleet::stop_on_interrupt();
+  cvs::install_interrupt_handler();
   auto& cert = in.certificate;
   // Caught once, here: whatever a tier throws (a config it derives, a write on a full disk, a
   // reporter), the stack unwinds first, so the Slurm allocation is released on every path.
   try {
-    const int rc = cvs::certify::run(o, in);
+    cvs::certify::ProcessRunner runner(in.cluster);
+    const int rc = cvs::certify::run(o, in, runner);
     for (const auto& line : cvs::report::write_certificate_files(o.output, cert, in.cluster))
       std::cerr << "certify: " << line << "\n";
     print_summary(cert, o.output);

@@ -30,10 +30,11 @@
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
+#include "cvs/exec/suite_runs.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet/fleet_pairs.hpp"
 #include "cvs/reporters.hpp"
-#include "fleet_runs.hpp"
+#include "fleet_options.hpp"
 
 namespace fs = std::filesystem;
 
@@ -199,7 +200,7 @@ int main(int argc, char** argv) {
     for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
     return 2;
   }
-  cvs::fleet::stop_on_interrupt();  // the fleet scores what it has, releases, writes its outputs
+  cvs::install_interrupt_handler();  // the fleet scores what it has, releases, writes its outputs
   // Caught once, here, after the stack unwound (a Slurm allocation released on every path).
   try {
     fs::create_directories(o.output);

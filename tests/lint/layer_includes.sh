@@ -3,7 +3,7 @@
 # any folder before it, never one after it. Prints each include that breaks the order; exit 1 then.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../../lib/cvs"
-layers=(base catalog config logs statistics results verdicts fleet history probe exec)
+layers=(base catalog config logs statistics results verdicts fleet history probe exec certify)
 rank() {
   local i
   for i in "${!layers[@]}"; do [[ ${layers[$i]} == "$1" ]] && { echo "$i"; return; }; done

@@ -1,5 +1,6 @@
 #include "cvs/fleet/certificate.hpp"
 
+#include "cvs/base/enum_names.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/json_in.hpp"
 
@@ -15,23 +16,16 @@ using J = nlohmann::ordered_json;
 
 namespace {
 
-constexpr std::pair<TierKind, const char*> kTierNames[] = {{TierKind::Preflight, "preflight"},
-                                                           {TierKind::Nodes, "nodes"},
-                                                           {TierKind::Links, "links"},
-                                                           {TierKind::Scale, "scale"}};
-constexpr std::pair<TierState, const char*> kStateNames[] = {
+constexpr EnumWord<TierKind> kTierNames[] = {{TierKind::Preflight, "preflight"},
+                                             {TierKind::Nodes, "nodes"},
+                                             {TierKind::Links, "links"},
+                                             {TierKind::Scale, "scale"}};
+constexpr EnumWord<TierState> kStateNames[] = {
     {TierState::Pending, "pending"}, {TierState::Decided, "decided"}, {TierState::NotRun, "not run"}};
-constexpr std::pair<Verdict, const char*> kVerdictNames[] = {{Verdict::Certified, "CERTIFIED"},
-                                                             {Verdict::NotCertified, "NOT CERTIFIED"},
-                                                             {Verdict::Incomplete, "INCOMPLETE"},
-                                                             {Verdict::Error, "ERROR"}};
-
-template <class E, std::size_t N>
-const char* name_of(const std::pair<E, const char*> (&table)[N], E e) {
-  for (const auto& [k, v] : table)
-    if (k == e) return v;
-  return "?";
-}
+constexpr EnumWord<Verdict> kVerdictNames[] = {{Verdict::Certified, "CERTIFIED"},
+                                               {Verdict::NotCertified, "NOT CERTIFIED"},
+                                               {Verdict::Incomplete, "INCOMPLETE"},
+                                               {Verdict::Error, "ERROR"}};
 
 J opt(const std::optional<double>& v) {
   return v ? J(*v) : J(nullptr);
@@ -196,13 +190,13 @@ CertificateInputs inputs_from(const JsonIn& j) {
 }  // namespace
 
 const char* to_string(TierKind t) {
-  return name_of(kTierNames, t);
+  return word_of(kTierNames, t);
 }
 const char* to_string(TierState s) {
-  return name_of(kStateNames, s);
+  return word_of(kStateNames, s);
 }
 const char* to_string(Verdict v) {
-  return name_of(kVerdictNames, v);
+  return word_of(kVerdictNames, v);
 }
 
 TierRecord* Certificate::tier(TierKind k) {
@@ -233,17 +227,9 @@ double run_estimate_s(const Certificate& c) {
   return nodes && nodes->state == TierState::Decided ? nodes->run_seconds : 0.0;
 }
 
-double minutes_needed(TierKind kind, std::size_t healthy, double run_s) {
-  if (kind == TierKind::Links) return 2 * run_s / 60;
-  if (kind == TierKind::Scale) return static_cast<double>(ladder(healthy).size()) * run_s / 60;
-  return 0;
-}
-
-std::string over_budget(TierKind kind, std::size_t healthy, double run_s, double budget_minutes,
-                        double elapsed_min) {
+std::string over_budget(double need, double budget_minutes, double elapsed_min) {
   if (budget_minutes <= 0) return "";
   const double left = budget_minutes - elapsed_min;
-  const double need = minutes_needed(kind, healthy, run_s);
   if (left > 0 && need <= left) return "";
   return fmt::format("budget: about {:.1f} min needed, {:.1f} of --budget-minutes {} left", need,
                      std::max(0.0, left), budget_minutes);

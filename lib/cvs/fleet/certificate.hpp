@@ -119,14 +119,11 @@ double scaling_bound_pct(std::size_t nodes, double per_doubling);
 void score_ladder(std::vector<Rung>& rungs, double per_doubling);
 
 // One training run's seconds as a certification measured it (its nodes tier's batch; 0 before
-// that tier ran), and the minutes a tier is expected to need on `healthy` nodes from it: links two
-// rounds of pairs, scale one run per rung of the ladder, the others 0 (they run first).
+// that tier ran): what a tier's runs_needed (lib/cvs/certify/tiers.hpp) is multiplied by.
 double run_estimate_s(const Certificate& c);
-double minutes_needed(TierKind kind, std::size_t healthy, double run_s);
-// Before a tier: "" when it fits what is left of budget_minutes after elapsed_min (0: no budget),
-// else why it does not start.
-std::string over_budget(TierKind kind, std::size_t healthy, double run_s, double budget_minutes,
-                        double elapsed_min);
+// Before a tier that needs need_minutes: "" when it fits what is left of budget_minutes after
+// elapsed_min (0: no budget), else why it does not start.
+std::string over_budget(double need_minutes, double budget_minutes, double elapsed_min);
 
 // The verdict from the tiers: Error when a tier errored, Incomplete when one did not run, else
 // Certified when every node is healthy or at least min_nodes are, NotCertified otherwise.

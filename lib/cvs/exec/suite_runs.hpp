@@ -1,10 +1,10 @@
 // Suite executables run on the nodes of a cluster, each on a cluster file of its own: fleet mode
-// (jaxmaxtext_fleet) and `cvs certify` (jaxmaxtext_certify) share them. A run is the suite binary
-// beside the running one, its report in <dir>/report, its output in <dir>/suite.log.
+// (jaxmaxtext_fleet) and `cvs certify` (lib/cvs/certify) share them. A run is the suite binary
+// beside the running one, its report in <dir>/report, its output in <dir>/suite.log. Ctrl-C and
+// SIGTERM (install_interrupt_handler: a Jenkins abort, scancel) set g_interrupted, which reaches
+// every run (each in a process group of its own): it stops its training and ends ERROR.
 #pragma once
 
-#include <CLI/CLI.hpp>
-#include <atomic>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,10 +21,8 @@ namespace cvs::fleet {
 std::string folder_name(const std::string& node);
 // Writes `j` to `file` whole (a temporary file renamed over it: a reader never sees half).
 void write_json(const std::filesystem::path& file, const nlohmann::ordered_json& j);
-// A suite executable beside this one.
-std::filesystem::path suite_binary(const char* name);
 
-// What one batch of node runs is.
+// What one batch of runs is.
 struct NodeRuns {
   const char* suite = "jaxmaxtext_single";
   std::filesystem::path config;
@@ -40,9 +38,14 @@ ProcRequest suite_request(const char* suite, const std::filesystem::path& config
                           const std::filesystem::path& dir, const std::string& tag, const std::string& label);
 
 // Every node of `nodes` on a one-node cluster file of its own, at once (or max_parallel at a time);
-// each node's results as fleet mode reads them. Ctrl-C (g_interrupted) reaches every run.
+// each node's results as fleet mode reads them.
 std::vector<FleetNode> run_nodes(const NodeRuns& spec, const Cluster& cluster,
                                  const std::vector<Node>& nodes);
+
+// One run of spec.suite on `nodes` together (one cluster file of them) in spec.root, its run names
+// tagged `tag`; its results as fleet mode reads them (named `label`), seconds its wall time.
+FleetNode run_together(const NodeRuns& spec, const Cluster& cluster, const std::vector<Node>& nodes,
+                       const std::string& tag, const std::string& label);
 
 // Two-node runs of a distributed config over `healthy` (fleet_pairs.hpp), in root/<round>-<a>+<b>,
 // setup and training only; `args` but --gtest_filter pass on.
@@ -53,17 +56,6 @@ const Node& node_named(const Cluster& cluster, const std::string& name);
 
 // A Slurm cluster: one allocation for the whole run, every suite run in it (slurm.job_id,
 // slurm.nodelist), released by release() or whatever happens.
-// Ctrl-C and SIGTERM (a Jenkins abort, scancel) set g_interrupted: passed on to every run (each in
-// a process group of its own), which stops its training and ends ERROR; fleet mode and certify then
-// finish what they have, release a Slurm allocation and write their outputs.
-void stop_on_interrupt();
-
-// The options fleet mode and certify share: --max-parallel (runs at once; 0 every node) and the
-// outlier policy's --max-z, --min-deviation-pct (into policy.min_deviation as a fraction) and
-// --min-fleet.
-void add_policy_options(CLI::App& app, FleetPolicy& policy, std::size_t& max_parallel,
-                        const char* parallel_what);
-
 class Allocation {
  public:
   explicit Allocation(Cluster& cluster, const char* who) : cluster_(cluster), who_(who) {}

@@ -1,6 +1,5 @@
-// cvs certify's tiers (lib/cvs/fleet/certificate.hpp says what each decides): the inputs
-// checked before any node runs, then each tier run through fleet_runs.hpp on the nodes the tiers
-// before left healthy, certificate.json rewritten whole after each.
+// cvs certify's inputs (lib/cvs/fleet/certificate.hpp says what each tier decides): the options,
+// every check before any node runs, and the configs every run of the certification reads.
 #pragma once
 
 #include <filesystem>
@@ -23,6 +22,8 @@ struct Options {
   bool fixed_steps = false;  // benchmarks: on_inconclusive "fail" (every run its configured steps)
   FleetPolicy policy;
   std::vector<std::string> suite_args;
+  std::string tool_version = "unknown",
+              git_commit = "unknown";  // the front end's build, into the certificate
 };
 
 struct Inputs {
@@ -39,7 +40,8 @@ struct Inputs {
 // its inputs/ (the configs with on_inconclusive extend) are written.
 Inputs load_inputs(Options& o);
 
-// The tiers; returns the exit code. certificate.json is current whenever this returns.
-int run(const Options& o, Inputs& in);
+// The distributed config with `steps` steps for its first sweep (a scale rung run again for an
+// interval), written once into <output>/inputs.
+std::filesystem::path distributed_config_with_steps(const Options& o, const Inputs& in, long long steps);
 
 }  // namespace cvs::certify

@@ -1,14 +1,12 @@
-#include "fleet_runs.hpp"
-
-#include "cvs/base/text.hpp"
-
-#include <csignal>
+#include "cvs/exec/suite_runs.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <fstream>
 
 #include "cvs/base/format.hpp"
+#include "cvs/base/text.hpp"
+#include "cvs/config/layout.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/slurm.hpp"
 
@@ -27,32 +25,23 @@ void write_json(const fs::path& file, const nlohmann::ordered_json& j) {
   write_file_whole(file, j.dump(2) + "\n");
 }
 
-void stop_on_interrupt() {
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { g_interrupted.store(true); };
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
+namespace {
 
-void add_policy_options(CLI::App& app, FleetPolicy& policy, std::size_t& max_parallel,
-                        const char* parallel_what) {
-  app.add_option("--max-parallel", max_parallel, parallel_what)->check(CLI::PositiveNumber);
-  app.add_option("--max-z", policy.max_z, "modified z-score beyond which a node is an outlier (3.5)")
-      ->check(CLI::PositiveNumber);
-  app.add_option_function<double>(
-         "--min-deviation-pct", [&policy](double pct) { policy.min_deviation = pct / 100; },
-         "and at least this far from the fleet's median, in % (10)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--min-fleet", policy.min_fleet, "passing runs needed to score the fleet (3)")
-      ->check(CLI::Range(2, 1 << 20));
-}
-
+// A suite executable beside this one (an install's libexec/cvs-maxtext, the build tree's suites/).
 fs::path suite_binary(const char* name) {
-  std::error_code ec;
-  const auto self = fs::read_symlink("/proc/self/exe", ec);
-  return (ec ? fs::path(".") : self.parent_path()) / name;
+  return self_dir() / name;
 }
+
+// The run's output kept beside its report; its results.json read (status none: it left none).
+FleetNode read_run(const std::string& name, const ProcResult& result, const fs::path& dir) {
+  std::ofstream(dir / "suite.log") << result.out << result.err;
+  auto n = read_fleet_node(name, dir / "report" / "results.json");
+  if (!n.status) n.failure = result.describe() + " (" + n.failure + ")";
+  n.seconds = result.seconds;
+  return n;
+}
+
+}  // namespace
 
 ProcRequest suite_request(const char* suite, const fs::path& config, const fs::path& dir,
                           const std::string& tag, const std::string& label) {
@@ -92,15 +81,22 @@ std::vector<FleetNode> run_nodes(const NodeRuns& spec, const Cluster& cluster,
   const auto results = run_all(reqs, std::max<std::size_t>(1, at_once), &g_interrupted);
   std::vector<FleetNode> out;
   for (std::size_t i = 0; i < results.size(); ++i) {
-    std::ofstream(dirs[i] / "suite.log") << results[i].out << results[i].err;
-    auto n = read_fleet_node(nodes[i].name, dirs[i] / "report" / "results.json");
-    if (!n.status) n.failure = results[i].describe() + " (" + n.failure + ")";
-    n.seconds = results[i].seconds;
+    auto n = read_run(nodes[i].name, results[i], dirs[i]);
     spdlog::info("{}: {} ended {} in {:.0f} s", spec.log_prefix, n.name,
                  to_string(n.status, "without results"), results[i].seconds);
     out.push_back(std::move(n));
   }
   return out;
+}
+
+FleetNode run_together(const NodeRuns& spec, const Cluster& cluster, const std::vector<Node>& nodes,
+                       const std::string& tag, const std::string& label) {
+  fs::create_directories(spec.root);
+  write_json(spec.root / "cluster.json", cluster_file_with(cluster, nodes));
+  auto req = suite_request(spec.suite, spec.config, spec.root, tag, label);
+  if (!spec.thresholds.empty()) req.argv.insert(req.argv.end(), {"--thresholds", spec.thresholds.string()});
+  req.argv.insert(req.argv.end(), spec.args.begin(), spec.args.end());
+  return read_run(label, run_all({req}, 1, &g_interrupted).front(), spec.root);
 }
 
 const Node& node_named(const Cluster& cluster, const std::string& name) {

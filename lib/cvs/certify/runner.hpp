@@ -1,0 +1,51 @@
+// The seam between certify's tiers and the processes they start: the tiers decide, a SuiteRunner
+// runs. ProcessRunner runs the suite executables (exec/suite_runs.hpp); a unit test fakes the
+// interface to drive every tier's policy without a process (tests/unit/certify_tiers_test.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cvs/exec/cluster.hpp"
+#include "cvs/exec/suite_runs.hpp"
+#include "cvs/fleet/fleet.hpp"
+#include "cvs/fleet/fleet_pairs.hpp"
+
+namespace cvs::certify {
+
+class SuiteRunner {
+ public:
+  virtual ~SuiteRunner() = default;
+  // Each node alone, on a one-node cluster file of its own, in spec.root/<node folder>.
+  virtual std::vector<FleetNode> each(const fleet::NodeRuns& spec, const std::vector<Node>& nodes) = 0;
+  // One run on `nodes` together, in spec.root, its run names tagged `tag`, its result named `label`.
+  virtual FleetNode together(const fleet::NodeRuns& spec, const std::vector<Node>& nodes,
+                             const std::string& tag, const std::string& label) = 0;
+  // Two-node runs over `healthy` until each slow node or link is found (fleet_pairs.hpp).
+  virtual PairsResult pairs(const fleet::NodeRuns& spec, const std::vector<std::string>& healthy,
+                            double min_deviation) = 0;
+  // Drains a Slurm node with `reason`; returns the command as run, "  # failed: <why>" appended when
+  // it failed.
+  virtual std::string drain(const Node& node, const std::string& reason) = 0;
+  // Ctrl-C or SIGTERM arrived: a tier starts no further run, and what is in flight ends ERROR.
+  virtual bool interrupted() const = 0;
+};
+
+// The real one: suite executables beside this one, on `cluster` (held by reference: a Slurm
+// allocation names its hosts in it), stopped by g_interrupted.
+class ProcessRunner final : public SuiteRunner {
+ public:
+  explicit ProcessRunner(const Cluster& cluster) : cluster_(cluster) {}
+  std::vector<FleetNode> each(const fleet::NodeRuns& spec, const std::vector<Node>& nodes) override;
+  FleetNode together(const fleet::NodeRuns& spec, const std::vector<Node>& nodes, const std::string& tag,
+                     const std::string& label) override;
+  PairsResult pairs(const fleet::NodeRuns& spec, const std::vector<std::string>& healthy,
+                    double min_deviation) override;
+  std::string drain(const Node& node, const std::string& reason) override;
+  bool interrupted() const override;
+
+ private:
+  const Cluster& cluster_;
+};
+
+}  // namespace cvs::certify

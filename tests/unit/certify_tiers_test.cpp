@@ -1,0 +1,309 @@
+// cvs certify's tiers (lib/cvs/certify/tiers.hpp) driven whole through their runner seam: the
+// SuiteRunner is a simulated cluster here (the one double of this file: no suite process runs in a
+// unit test; tests/e2e/certify_test.sh runs the real ones). What each tier decides, on which
+// nodes, what it runs again, what the budget and Ctrl-C hold back, and what certificate.json says.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "cvs/certify/tiers.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+using cvs::FigureKey;
+using cvs::FleetNode;
+using cvs::Outcome;
+using cvs::TierKind;
+using cvs::TierState;
+using cvs::certify::Inputs;
+using cvs::certify::Options;
+
+namespace {
+
+const std::string kSweep = "BS=2,PRECISION=BF16,SL=128";
+
+// A simulated cluster behind the seam. Each node trains at its tok/s per GPU; a node in setup_fails
+// errors in its setup run; a node's first slow_runs[node] training runs are at a third of its speed;
+// a run of k nodes keeps `scaling` per doubling; pairs take 60 ms a step, a slow link 160. It
+// records every call, and says "interrupted" once interrupt_in names the folder a run is in.
+struct SimulatedCluster final : cvs::certify::SuiteRunner {
+  std::map<std::string, double> tok_s;
+  std::set<std::string> setup_fails;
+  std::map<std::string, int> slow_runs;
+  std::set<std::pair<std::string, std::string>> slow_links;
+  double scaling = 0.97;
+  std::set<std::size_t> rung_without_interval_once;  // its first run has too few steady steps
+  std::string interrupt_in;                          // a folder name: Ctrl-C arrives in its runs
+  bool stopped = false;
+  std::vector<std::string> calls;  // "<folder>: a b c" per call
+
+  FleetNode training(const std::string& name, double v) const {
+    FleetNode n;
+    n.name = name;
+    n.status = Outcome::Pass;
+    const FigureKey tok{kSweep, "tokens_per_sec_per_gpu"};
+    n.figures[tok] = n.steady[tok] = v;
+    n.figures[{kSweep, "step_time_p50_ms"}] = 256000.0 / v;
+    n.intervals[tok] = {0.99 * v, 1.01 * v};
+    n.seconds = 60;
+    n.steps = 100;
+    return n;
+  }
+  void note(const cvs::fleet::NodeRuns& spec, const std::vector<std::string>& names) {
+    std::string line = spec.root.filename().string() + ":";
+    for (const auto& n : names) line += " " + n;
+    calls.push_back(line);
+    if (!interrupt_in.empty() && spec.root.filename() == interrupt_in) stopped = true;
+  }
+  std::vector<FleetNode> each(const cvs::fleet::NodeRuns& spec,
+                              const std::vector<cvs::Node>& nodes) override {
+    std::vector<std::string> names;
+    for (const auto& n : nodes) names.push_back(n.name);
+    note(spec, names);
+    const bool setup = !spec.args.empty() && spec.args.back().rfind("--gtest_filter=test_setup", 0) == 0;
+    std::vector<FleetNode> out;
+    for (const auto& name : names) {
+      if (setup) {
+        FleetNode n;
+        n.name = name;
+        n.status = setup_fails.count(name) ? Outcome::Error : Outcome::Pass;
+        n.failure = setup_fails.count(name) ? "test_setup: the container did not start" : "";
+        n.seconds = 5;
+        out.push_back(n);
+        continue;
+      }
+      const bool slow = slow_runs[name] > 0;
+      if (slow) --slow_runs[name];
+      out.push_back(training(name, tok_s.at(name) / (slow ? 3 : 1)));
+    }
+    return out;
+  }
+  FleetNode together(const cvs::fleet::NodeRuns& spec, const std::vector<cvs::Node>& nodes,
+                     const std::string&, const std::string& label) override {
+    std::vector<std::string> names;
+    double slowest = 1e300;
+    for (const auto& n : nodes) {
+      names.push_back(n.name);
+      slowest = std::min(slowest, tok_s.at(n.name));
+    }
+    note(spec, names);
+    calls.back() += " config=" + spec.config.filename().string();
+    auto n = training(label, slowest * std::pow(scaling, std::log2(static_cast<double>(nodes.size()))));
+    if (rung_without_interval_once.erase(nodes.size())) n.intervals.clear();
+    return n;
+  }
+  cvs::PairsResult pairs(const cvs::fleet::NodeRuns& spec, const std::vector<std::string>& healthy,
+                         double min_deviation) override {
+    note(spec, healthy);
+    return cvs::localise_links(
+        healthy,
+        [this](std::vector<cvs::PairRun>& batch) {
+          for (auto& p : batch) {
+            p.status = Outcome::Pass;
+            p.sweep = kSweep;
+            p.step_ms = slow_links.count({p.a, p.b}) || slow_links.count({p.b, p.a}) ? 160 : 60;
+            p.seconds = 30;
+            p.steps = 200;
+          }
+        },
+        min_deviation);
+  }
+  std::string drain(const cvs::Node& node, const std::string& reason) override {
+    calls.push_back("drain: " + node.name + " " + reason);
+    return "scontrol update NodeName=" + node.host;
+  }
+  bool interrupted() const override { return stopped; }
+};
+
+// Local nodes a, b, ... (four unless said), their speeds a few per mille apart, a certification with
+// the given tiers in a fresh folder of its own.
+struct Certification {
+  fs::path dir;
+  Options o;
+  Inputs in;
+  SimulatedCluster sim;
+
+  Certification(std::vector<TierKind> kinds, const std::string& name, int nodes = 4) {
+    dir = fs::temp_directory_path() / ("cvs_certify_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "inputs");
+    o.output = dir;
+    for (int i = 0; i < nodes; ++i) {
+      cvs::Node node;
+      node.name = std::string(1, static_cast<char>('a' + i));
+      in.cluster.nodes.push_back(node);
+      sim.tok_s[node.name] = 1000 + 3 * i;
+    }
+    in.single_config = dir / "inputs" / "single_config.json";
+    in.distributed_config = dir / "inputs" / "distributed_config.json";
+    cvs::fleet::write_json(in.distributed_config, {{"train_params", {{"maxtext_config", {{"steps", 100}}}}},
+                                                   {"sweeps", {{kSweep, {{"steps", 100}}}}}});
+    in.first_sweep = kSweep;
+    in.distributed_steps = 100;
+    for (auto k : kinds) {
+      cvs::TierRecord t;
+      t.kind = k;
+      in.certificate.tiers.push_back(t);
+    }
+  }
+  ~Certification() { fs::remove_all(dir); }
+  int run() { return cvs::certify::run(o, in, sim); }
+  const cvs::TierRecord& tier(TierKind k) { return *in.certificate.tier(k); }
+  // What --resume would read: certificate.json as written.
+  cvs::Certificate written() const {
+    return cvs::certificate_from_json(cvs::test::read_json(dir / "certificate.json"), "certificate.json");
+  }
+};
+
+std::vector<std::string> excluded(const cvs::TierRecord& t) {
+  std::vector<std::string> v;
+  for (const auto& e : t.excluded) v.push_back(e.node);
+  return v;
+}
+
+const std::vector<TierKind> kAll = {TierKind::Preflight, TierKind::Nodes, TierKind::Links, TierKind::Scale};
+
+}  // namespace
+
+TEST(CertifyTiers, AHealthyClusterIsCertifiedTierByTierOnEveryNode) {
+  Certification c(kAll, "healthy");
+  EXPECT_EQ(c.run(), 0);
+  EXPECT_EQ(c.in.certificate.verdict, cvs::Verdict::Certified) << c.in.certificate.verdict_reason;
+  EXPECT_EQ(c.sim.calls,
+            (std::vector<std::string>{"setup: a b c d", "rdma: a b c d", "nodes: a b c d", "links: a b c d",
+                                      "1-nodes: a config=distributed_config.json",
+                                      "2-nodes: a b config=distributed_config.json",
+                                      "4-nodes: a b c d config=distributed_config.json"}));
+  for (const auto& t : c.in.certificate.tiers) {
+    EXPECT_EQ(t.state, TierState::Decided) << to_string(t.kind);
+    EXPECT_EQ(t.outcome, Outcome::Pass) << to_string(t.kind) << ": " << t.summary;
+  }
+  EXPECT_EQ(c.in.certificate.inputs.hosts, (std::vector<std::string>{"a", "b", "c", "d"}));
+  const auto& scale = c.tier(TierKind::Scale);
+  ASSERT_EQ(scale.rungs.size(), 3u);
+  EXPECT_NEAR(*scale.rungs[2].efficiency_pct, 100 * 0.97 * 0.97, 0.01);
+  EXPECT_EQ(c.written().verdict, cvs::Verdict::Certified) << "certificate.json is the state returned";
+}
+
+// Preflight's failed setup excludes a node before any training, and the later tiers never run on it.
+TEST(CertifyTiers, ANodeWhoseSetupFailsIsExcludedAtPreflightAndRunsNothingElse) {
+  Certification c({TierKind::Preflight, TierKind::Nodes}, "setup");
+  c.in.distributed_config.clear();  // a single-node certification: no RDMA check
+  c.sim.setup_fails = {"c"};
+  EXPECT_EQ(c.run(), 1);
+  EXPECT_EQ(excluded(c.tier(TierKind::Preflight)), std::vector<std::string>{"c"});
+  EXPECT_NE(c.tier(TierKind::Preflight).excluded[0].evidence.find("the container did not start"),
+            std::string::npos)
+      << c.tier(TierKind::Preflight).excluded[0].evidence;
+  EXPECT_EQ(c.sim.calls, (std::vector<std::string>{"setup: a b c d", "nodes: a b d"}));
+  EXPECT_EQ(c.in.certificate.verdict, cvs::Verdict::NotCertified);
+  EXPECT_EQ(c.in.certificate.certified, (std::vector<std::string>{"a", "b", "d"}));
+}
+
+// A node slow on speed alone runs once more: slow again, it is excluded with both runs' word; a
+// burst that passed (slow once) costs it nothing.
+TEST(CertifyTiers, ASlowNodeRunsOnceMoreAndIsExcludedOnlyWhenSlowAgain) {
+  Certification c({TierKind::Preflight, TierKind::Nodes}, "slow", 6);
+  c.sim.slow_runs = {{"b", 2}, {"d", 1}};
+  EXPECT_EQ(c.run(), 1);
+  const auto& nodes = c.tier(TierKind::Nodes);
+  EXPECT_EQ(c.sim.calls.back(), "rerun: b d");
+  EXPECT_EQ(nodes.reruns, (std::vector<std::string>{"b", "d"}));
+  EXPECT_EQ(excluded(nodes), std::vector<std::string>{"b"});
+  EXPECT_NE(nodes.excluded[0].evidence.find("(slow again when run once more)"), std::string::npos)
+      << nodes.excluded[0].evidence;
+  EXPECT_NE(nodes.summary.find("5 of 6 node(s) healthy; 2 run once more"), std::string::npos)
+      << nodes.summary;
+  EXPECT_DOUBLE_EQ(nodes.node_minutes, 8.0) << "eight runs of a minute: six, then two again";
+  EXPECT_EQ(c.in.certificate.verdict, cvs::Verdict::NotCertified);
+}
+
+// Links: two nodes slow only together are a slow link (no node to blame): the tier fails and the
+// certificate is not given.
+TEST(CertifyTiers, ASlowLinkFailsTheLinksTierWithoutExcludingANode) {
+  Certification c({TierKind::Preflight, TierKind::Nodes, TierKind::Links}, "link", 6);
+  c.sim.slow_links = {{"e", "f"}};
+  EXPECT_EQ(c.run(), 1);
+  const auto& links = c.tier(TierKind::Links);
+  EXPECT_EQ(links.outcome, Outcome::Fail) << links.summary;
+  EXPECT_TRUE(links.excluded.empty());
+  EXPECT_NE(links.summary.find("slow link(s): e <-> f"), std::string::npos) << links.summary;
+  EXPECT_TRUE(fs::exists(fs::path(links.dir) / "pairs.json"));
+  EXPECT_EQ(c.in.certificate.verdict, cvs::Verdict::NotCertified);
+}
+
+// A rung without a steady-state interval runs again with twice the steps (a config written once
+// into inputs/), as a speed gate extends.
+TEST(CertifyTiers, ARungWithoutAnIntervalRunsAgainWithTwiceTheSteps) {
+  Certification c({TierKind::Preflight, TierKind::Nodes, TierKind::Scale}, "rung");
+  c.sim.rung_without_interval_once = {2};
+  EXPECT_EQ(c.run(), 0) << c.in.certificate.verdict_reason;
+  const auto twice = c.dir / "inputs" / "distributed_config_200_steps.json";
+  EXPECT_NE(
+      std::find(c.sim.calls.begin(), c.sim.calls.end(), "steps-200: a b config=" + twice.filename().string()),
+      c.sim.calls.end());
+  const auto j = cvs::test::read_json(twice);
+  EXPECT_EQ(j["train_params"]["maxtext_config"]["steps"], 200);
+  EXPECT_EQ(j["sweeps"][kSweep]["steps"], 200);
+  const auto& rung = c.tier(TierKind::Scale).rungs.at(1);
+  EXPECT_TRUE(rung.interval.has_value());
+  EXPECT_EQ(rung.steps, 2 * (100 + 100)) << "both runs of two nodes counted";
+}
+
+// --resume with --budget-minutes: the kept nodes tier's measured run time holds links (two runs)
+// back when they do not fit, and every tier after it; the certificate is incomplete, not given.
+TEST(CertifyTiers, AResumedCertificationHoldsLaterTiersAgainstItsKeptNodesTiersRunTime) {
+  Certification c(kAll, "budget");
+  c.in.certificate.inputs.hosts = {"a", "b", "c", "d"};
+  for (auto k : {TierKind::Preflight, TierKind::Nodes}) {
+    auto& t = *c.in.certificate.tier(k);
+    t.state = TierState::Decided;
+    t.outcome = Outcome::Pass;
+  }
+  c.in.certificate.tier(TierKind::Nodes)->run_seconds = 120;
+  c.in.certificate = cvs::certificate_from_json(cvs::to_json(c.in.certificate), "certificate.json");
+  c.o.budget_minutes = 3;
+  EXPECT_EQ(c.run(), 1);
+  EXPECT_EQ(c.sim.calls, std::vector<std::string>{}) << "nothing ran";
+  const auto& links = c.tier(TierKind::Links);
+  EXPECT_EQ(links.state, TierState::NotRun);
+  EXPECT_NE(links.why_not_run.find("budget: about 4.0 min needed"), std::string::npos) << links.why_not_run;
+  EXPECT_EQ(c.tier(TierKind::Scale).why_not_run, links.why_not_run) << "the budget holds every tier after";
+  EXPECT_EQ(c.in.certificate.verdict, cvs::Verdict::Incomplete);
+  // With room for both (4 + 6 min), they run.
+  c.o.budget_minutes = 11;
+  EXPECT_EQ(c.run(), 0) << c.in.certificate.verdict_reason;
+  EXPECT_EQ(c.sim.calls.front(), "links: a b c d");
+}
+
+// Ctrl-C during a tier: its runs say nothing of a node, it and every tier after are not run, and
+// the certificate names --resume.
+TEST(CertifyTiers, CtrlCLeavesTheTierInFlightUndecidedForResume) {
+  Certification c(kAll, "interrupt");
+  c.sim.interrupt_in = "nodes";
+  c.sim.slow_runs = {{"a", 1}};
+  EXPECT_EQ(c.run(), 1);
+  const auto& nodes = c.tier(TierKind::Nodes);
+  EXPECT_EQ(nodes.state, TierState::NotRun);
+  EXPECT_TRUE(nodes.excluded.empty()) << "a run cut short accuses no node";
+  EXPECT_NE(nodes.why_not_run.find("cvs certify --resume " + c.dir.string()), std::string::npos)
+      << nodes.why_not_run;
+  EXPECT_EQ(c.tier(TierKind::Links).state, TierState::NotRun);
+  EXPECT_EQ(c.sim.calls.back(), "nodes: a b c d") << "no rerun after Ctrl-C";
+  EXPECT_EQ(c.written().tier(TierKind::Preflight)->state, TierState::Decided);
+}
+
+TEST(CertifyTiers, EachTierSaysWhatItNeedsAndWhenItCannotStart) {
+  using cvs::certify::tier_of;
+  EXPECT_DOUBLE_EQ(tier_of(TierKind::Links).runs_needed(4), 2) << "two rounds of pairs";
+  EXPECT_DOUBLE_EQ(tier_of(TierKind::Scale).runs_needed(4), 3) << "rungs 1, 2, 4";
+  EXPECT_DOUBLE_EQ(tier_of(TierKind::Nodes).runs_needed(4), 0) << "it runs before a run is timed";
+  EXPECT_EQ(tier_of(TierKind::Links).cannot_start(1), "fewer than two healthy nodes: no pair");
+  EXPECT_EQ(tier_of(TierKind::Scale).cannot_start(1), "");
+  EXPECT_EQ(tier_of(TierKind::Nodes).cannot_start(0), "no healthy node left");
+  for (auto k : kAll) EXPECT_EQ(tier_of(k).kind(), k);
+}
