@@ -9,9 +9,7 @@
 set -euo pipefail
 certify=$1; config=$2; out=$3
 dir=${CVS_SLURM_DIR:?run under tests/integration/slurm_cluster.sh run DIR --}
-rm -rf "$out"; mkdir -p "$out"
-fail() { echo "FAIL: $*"; exit 1; }
-export CVS_CALIBRATION_DIR="$out/no-calibration"
+source "$(dirname "$0")/e2e_lib.sh" "$out"
 host=$(sinfo --noheader --format=%n | head -1)
 args=(--cluster "$dir/cluster.json" --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 60
       "--gtest_filter=test_setup.*:sweep/test_training_run.run/BS_2*")

@@ -18,9 +18,7 @@
 set -euo pipefail
 certify=$1; single=$2; dist=$3; out=$4
 dir=${CVS_NETNS_DIR:?run under tests/integration/netns_cluster.sh run DIR -- (CVS_NETNS_HOSTS=4)}
-rm -rf "$out"; mkdir -p "$out"
-fail() { echo "FAIL: $*"; exit 1; }
-export CVS_CALIBRATION_DIR="$out/no-calibration"
+source "$(dirname "$0")/e2e_lib.sh" "$out"
 python3 - "$dir/cluster.json" "$single" "$dist" "$out" <<'PY'
 import json, os, sys
 c = json.load(open(sys.argv[1]))
@@ -120,26 +118,12 @@ check_outputs "$out/resumed" ns-a,ns-b,ns-c,ns-d '{}' || fail "resumed outputs"
 echo "resumed: all four certified, no decided tier run again"
 
 # 2. ns-b's CPU capped, ns-d's link limited.
-cg=""
 cleanup() {
   ip netns exec cvs-d tc qdisc del dev cvs0 root 2>/dev/null || true
-  if [[ -n $cg && -d $cg ]]; then
-    while read -r p; do echo "$p" >"$(dirname "$cg")/cgroup.procs" 2>/dev/null || true; done <"$cg/cgroup.procs"
-    rmdir "$cg" 2>/dev/null || true
-  fi
+  uncap_cpu
 }
 trap cleanup EXIT
-if [[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
-  cg=/sys/fs/cgroup/cpu/cvs-certify-slow
-  mkdir -p "$cg"; echo 100000 >"$cg/cpu.cfs_period_us"; echo 30000 >"$cg/cpu.cfs_quota_us"
-elif [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
-  cg=/sys/fs/cgroup/cvs-certify-slow
-  echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
-  mkdir -p "$cg"; echo "30000 100000" >"$cg/cpu.max"
-else
-  echo "no cgroup cpu controller to slow a node with"; exit 77
-fi
-for p in $(ip netns pids cvs-b); do echo "$p" >"$cg/cgroup.procs"; done
+cap_netns_cpu cvs-b cvs-certify-slow 30
 ip netns exec cvs-d tc qdisc add dev cvs0 root tbf rate 100mbit burst 64kb latency 200ms
 rc=0
 "$certify" "${args[@]}" --min-nodes 2 --output "$out/degraded" >"$out/degraded.log" 2>&1 || rc=$?

@@ -4,9 +4,7 @@
 #   error_outcome_test.sh SUITE_BINARY BASE_CONFIG OUT_DIR
 set -euo pipefail
 suite=$1; base=$2; out=$3
-rm -rf "$out"; mkdir -p "$out"
-fail() { echo "FAIL: $*"; exit 1; }
-export CVS_CALIBRATION_DIR="$out/no-calibration"
+source "$(dirname "$0")/e2e_lib.sh" "$out"
 python3 - "$base" "$out" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))

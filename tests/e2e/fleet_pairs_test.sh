@@ -13,9 +13,7 @@
 set -euo pipefail
 fleet=$1; single=$2; dist=$3; out=$4
 dir=${CVS_NETNS_DIR:?run under tests/integration/netns_cluster.sh run DIR -- (CVS_NETNS_HOSTS=4)}
-rm -rf "$out"; mkdir -p "$out"
-fail() { echo "FAIL: $*"; exit 1; }
-export CVS_CALIBRATION_DIR="$out/no-calibration"
+source "$(dirname "$0")/e2e_lib.sh" "$out"
 python3 - "$dir/cluster.json" "$dist" "$out" <<'PY'
 import json, os, sys
 c = json.load(open(sys.argv[1]))

@@ -17,9 +17,7 @@
 set -euo pipefail
 fleet=$1; config=$2; out=$3
 dir=${CVS_NETNS_DIR:?run under tests/integration/netns_cluster.sh run DIR --}
-rm -rf "$out"; mkdir -p "$out"
-fail() { echo "FAIL: $*"; exit 1; }
-export CVS_CALIBRATION_DIR="$out/no-calibration"
+source "$(dirname "$0")/e2e_lib.sh" "$out"
 python3 - "$dir/cluster.json" "$out/fleet_cluster.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
@@ -58,32 +56,16 @@ for run in $(seq "${CVS_FLEET_HEALTHY_RUNS:-1}"); do
 done
 echo "healthy fleet: no suspect (${CVS_FLEET_HEALTHY_RUNS:-1} run(s))"
 
-# ns-b degraded: its sshd, so every process of its sessions, in a cgroup capped at 15 % of one
-# CPU (cgroup v1 cpu.cfs_quota_us, or v2 cpu.max): a node slower whether or not the others run.
-cg="" killer="" crasher=""
+# ns-b degraded: its sshd, so every process of its sessions, capped at 15 % of one CPU
+# (cap_netns_cpu, e2e_lib.sh): a node slower whether or not the others run.
+killer="" crasher=""
 cleanup() {
   [[ -z $killer ]] || kill "$killer" 2>/dev/null || true
   [[ -z $crasher ]] || kill "$crasher" 2>/dev/null || true
-  if [[ -n $cg && -d $cg ]]; then
-    while read -r pid; do echo "$pid" >"$(dirname "$cg")/cgroup.procs" 2>/dev/null || true; done <"$cg/cgroup.procs"
-    rmdir "$cg" 2>/dev/null || true
-  fi
+  uncap_cpu
 }
 trap cleanup EXIT
-if [[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
-  cg=/sys/fs/cgroup/cpu/cvs-fleet-slow
-  mkdir -p "$cg"
-  echo 100000 >"$cg/cpu.cfs_period_us"
-  echo 15000 >"$cg/cpu.cfs_quota_us"
-elif [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
-  cg=/sys/fs/cgroup/cvs-fleet-slow
-  echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
-  mkdir -p "$cg"
-  echo "15000 100000" >"$cg/cpu.max"
-else
-  echo "no cgroup cpu controller to slow a node with"; exit 77
-fi
-for pid in $(ip netns pids cvs-b); do echo "$pid" >"$cg/cgroup.procs"; done
+cap_netns_cpu cvs-b cvs-fleet-slow 15
 training_pids() {  # every process in netns cvs-a whose command line runs train.py with python
   local pid
   for pid in $(ip netns pids cvs-a); do

@@ -12,10 +12,8 @@
 #   telemetry_test.sh SUITE_BINARY BASE_CONFIG OUT_DIR
 set -euo pipefail
 suite=$1; base=$2; out=$3
-rm -rf "$out"; mkdir -p "$out"
-export CVS_CALIBRATION_DIR="$out/no-calibration"
+source "$(dirname "$0")/e2e_lib.sh" "$out"
 root=$(cd "$(dirname "$0")/../.." && pwd)
-fail() { echo "FAIL: $*"; exit 1; }
 [[ -w /dev/kmsg ]] || { echo "SKIPPED: /dev/kmsg is not writable here"; exit 77; }
 
 python3 - "$base" "$out" "$root" <<'PY'

@@ -155,16 +155,9 @@ down() {
   rm -rf "$dir/ctl"
 }
 
-cmd=${1:-}; dir=${2:-}
-[[ -n "$cmd" && -n "$dir" ]] || { echo "usage: $0 up|down|run DIR [-- CMD...]" >&2; exit 2; }
-case "$cmd" in
-  up) up "$dir" ;;
-  down) down "$dir" ;;
-  run)
-    shift 2; [[ "${1:-}" == "--" ]] && shift
-    trap 'down "$dir"' EXIT
-    up "$dir"
-    CVS_NETNS_DIR=$dir "$@"
-    ;;
-  *) echo "usage: $0 up|down|run DIR [-- CMD...]" >&2; exit 2 ;;
-esac
+run_under() {
+  CVS_NETNS_DIR=$1 "${@:2}"
+}
+
+source "$(dirname "${BASH_SOURCE[0]}")/harness_main.sh"
+harness_main "$@"

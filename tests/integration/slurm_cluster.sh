@@ -81,25 +81,18 @@ down() {
   rm -rf "$d/state" "$d/spool"
 }
 
-cmd=${1:-}; dir=${2:-}
-[[ -n "$cmd" && -n "$dir" ]] || { echo "usage: $0 up|down|run DIR [-- CMD...]" >&2; exit 2; }
-dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
-case "$cmd" in
-  up) up "$dir" ;;
-  down) down "$dir" ;;
-  run)
-    shift 2; [[ "${1:-}" == "--" ]] && shift
-    trap 'down "$dir"' EXIT
-    up "$dir"
-    export SLURM_CONF=$dir/slurm.conf CVS_SLURM_DIR=$dir
-    rc=0
-    "$@" || rc=$?
-    left=$(squeue --noheader --format='%i %T' 2>/dev/null || true)
-    if [[ -n "$left" ]]; then
-      echo "FAIL: allocations left behind: $left"
-      exit 1
-    fi
-    exit $rc
-    ;;
-  *) echo "usage: $0 up|down|run DIR [-- CMD...]" >&2; exit 2 ;;
-esac
+# CMD with the cluster's slurm.conf; it fails when CMD leaves an allocation behind.
+run_under() {
+  local rc=0 left
+  export SLURM_CONF=$1/slurm.conf CVS_SLURM_DIR=$1
+  "${@:2}" || rc=$?
+  left=$(squeue --noheader --format='%i %T' 2>/dev/null || true)
+  if [[ -n "$left" ]]; then
+    echo "FAIL: allocations left behind: $left"
+    exit 1
+  fi
+  exit $rc
+}
+
+source "$(dirname "${BASH_SOURCE[0]}")/harness_main.sh"
+harness_main "$@"

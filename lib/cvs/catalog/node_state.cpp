@@ -1,30 +1,23 @@
 #include "cvs/catalog/node_state.hpp"
 
+#include "cvs/base/enum_names.hpp"
+
 namespace cvs {
+namespace {
+
+constexpr EnumWord<NodeState> kStateWords[] = {
+    {NodeState::NotStarted, "not started"}, {NodeState::Running, "running"},
+    {NodeState::Exited, "exited"},          {NodeState::Gone, "gone"},
+    {NodeState::Stopped, "stopped"},        {NodeState::Unreachable, "unreachable"}};
+
+}  // namespace
 
 std::string_view to_string(NodeState s) {
-  switch (s) {
-    case NodeState::NotStarted:
-      return "not started";
-    case NodeState::Running:
-      return "running";
-    case NodeState::Exited:
-      return "exited";
-    case NodeState::Gone:
-      return "gone";
-    case NodeState::Stopped:
-      return "stopped";
-    case NodeState::Unreachable:
-      return "unreachable";
-  }
-  return "unknown";
+  return word_of(kStateWords, s);
 }
 
 std::optional<NodeState> node_state_from_string(std::string_view word) {
-  for (NodeState s : {NodeState::NotStarted, NodeState::Running, NodeState::Exited, NodeState::Gone,
-                      NodeState::Stopped, NodeState::Unreachable})
-    if (to_string(s) == word) return s;
-  return std::nullopt;
+  return value_of(kStateWords, word);
 }
 
 }  // namespace cvs

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "cvs/base/enum_names.hpp"
+
 namespace cvs {
 
 class JsonIn {
@@ -47,16 +49,12 @@ class JsonIn {
     return (void)at(k), integer<Int>(k);
   }
   std::vector<std::string> strings(const char* k) const;  // a required array of strings
-  // A required string that names one of `table`'s values.
+  // A required string that names one of `table`'s values (base/enum_names.hpp).
   template <class E, std::size_t N>
-  E one_of(const char* k, const std::pair<E, const char*> (&table)[N]) const {
+  E one_of(const char* k, const EnumWord<E> (&table)[N]) const {
     const std::string s = req_str(k);
-    std::string known;
-    for (const auto& [e, name] : table) {
-      if (s == name) return e;
-      known += (known.empty() ? "" : ", ") + std::string(name);
-    }
-    fail(at_ptr(k), "is '" + s + "', not one of " + known);
+    if (auto e = value_of(table, s)) return *e;
+    fail(at_ptr(k), "is '" + s + "', not one of " + words_of(table));
   }
   std::optional<double> opt_num(const char* k) const;
   std::optional<double> nullable_num(const char* k) const;  // absent or null: nullopt

@@ -1,5 +1,7 @@
 #include "cvs/config/thresholds.hpp"
 
+#include "cvs/base/enum_names.hpp"
+
 #include "cvs/config/json_reader.hpp"
 
 #include "cvs/catalog/metric_catalog.hpp"
@@ -16,24 +18,18 @@
 
 namespace cvs {
 
+namespace {
+
+constexpr EnumWord<ThresholdKind> kKindWords[] = {
+    {ThresholdKind::Min, "min"},       {ThresholdKind::Max, "max"},
+    {ThresholdKind::MaxMs, "max_ms"},  {ThresholdKind::MinTokS, "min_tok_s"},
+    {ThresholdKind::Within, "within"}, {ThresholdKind::MinRatio, "min_ratio"},
+    {ThresholdKind::Info, "info"}};
+
+}  // namespace
+
 std::string to_string(ThresholdKind k) {
-  switch (k) {
-    case ThresholdKind::Min:
-      return "min";
-    case ThresholdKind::Max:
-      return "max";
-    case ThresholdKind::MaxMs:
-      return "max_ms";
-    case ThresholdKind::MinTokS:
-      return "min_tok_s";
-    case ThresholdKind::Within:
-      return "within";
-    case ThresholdKind::MinRatio:
-      return "min_ratio";
-    case ThresholdKind::Info:
-      return "info";
-  }
-  return "?";
+  return word_of(kKindWords, k);
 }
 
 const std::vector<ThresholdSpec>* ThresholdFile::cell(const std::string& sweep_key) const {
@@ -42,17 +38,6 @@ const std::vector<ThresholdSpec>* ThresholdFile::cell(const std::string& sweep_k
 }
 
 namespace {
-
-std::optional<ThresholdKind> parse_kind(const std::string& s) {
-  if (s == "min") return ThresholdKind::Min;
-  if (s == "max") return ThresholdKind::Max;
-  if (s == "max_ms") return ThresholdKind::MaxMs;
-  if (s == "min_tok_s") return ThresholdKind::MinTokS;
-  if (s == "within") return ThresholdKind::Within;
-  if (s == "min_ratio") return ThresholdKind::MinRatio;
-  if (s == "info") return ThresholdKind::Info;
-  return std::nullopt;
-}
 
 bool known_metric(const std::string& m) {
   const auto& names = tracked_metric_names();
@@ -124,7 +109,7 @@ std::optional<ThresholdSpec> read_spec(const std::string& key, const nlohmann::o
                "set kind to min, max, max_ms, min_tok_s, within, min_ratio or info");
     return std::nullopt;
   }
-  auto pk = parse_kind(kind->get<std::string>());
+  auto pk = value_of(kKindWords, kind->get<std::string>());
   if (!pk) {
     issues.add(pointer_join(mptr, "kind"), "unknown kind '" + kind->get<std::string>() + "'",
                "use min, max, max_ms, min_tok_s, within, min_ratio or info");

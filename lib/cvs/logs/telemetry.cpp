@@ -1,5 +1,7 @@
 #include "cvs/logs/telemetry.hpp"
 
+#include "cvs/base/enum_names.hpp"
+
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -11,17 +13,11 @@
 namespace cvs {
 
 const char* to_string(GpuTool t) {
-  switch (t) {
-    case GpuTool::NvidiaSmi:
-      return "nvidia-smi";
-    case GpuTool::AmdSmi:
-      return "amd-smi";
-    case GpuTool::RocmSmi:
-      return "rocm-smi";
-    case GpuTool::None:
-      break;
-  }
-  return "none";
+  static constexpr EnumWord<GpuTool> kWords[] = {{GpuTool::NvidiaSmi, "nvidia-smi"},
+                                                 {GpuTool::AmdSmi, "amd-smi"},
+                                                 {GpuTool::RocmSmi, "rocm-smi"},
+                                                 {GpuTool::None, "none"}};
+  return word_of(kWords, t);
 }
 
 // ---- the kernel log catalog ------------------------------------------------------------------

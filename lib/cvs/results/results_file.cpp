@@ -1,5 +1,7 @@
 #include "cvs/results/results_file.hpp"
 
+#include "cvs/base/enum_names.hpp"
+
 #include "cvs/statistics/step_stats.hpp"
 
 #include <cmath>
@@ -496,41 +498,30 @@ BaselineRecord read_baseline(const In& in) {
 
 }  // namespace
 
+namespace {
+
+constexpr EnumWord<TestStatus> kTestWords[] = {
+    {TestStatus::Pass, "PASS"}, {TestStatus::Fail, "FAIL"}, {TestStatus::Skipped, "SKIPPED"}};
+constexpr EnumWord<SweepStatus> kSweepWords[] = {
+    {SweepStatus::Completed, "COMPLETED"}, {SweepStatus::Failed, "FAILED"}, {SweepStatus::NotRun, "NOT RUN"}};
+
+}  // namespace
+
 std::string to_string(TestStatus s) {
-  switch (s) {
-    case TestStatus::Pass:
-      return "PASS";
-    case TestStatus::Fail:
-      return "FAIL";
-    case TestStatus::Skipped:
-      return "SKIPPED";
-  }
-  return "?";
+  return word_of(kTestWords, s);
 }
 
 std::string to_string(SweepStatus s) {
-  switch (s) {
-    case SweepStatus::Completed:
-      return "COMPLETED";
-    case SweepStatus::Failed:
-      return "FAILED";
-    case SweepStatus::NotRun:
-      return "NOT RUN";
-  }
-  return "?";
+  return word_of(kSweepWords, s);
 }
 
 // The readers: the word to_string gives, back to its value.
 std::optional<TestStatus> test_status_from_string(std::string_view word) {
-  for (TestStatus s : {TestStatus::Pass, TestStatus::Fail, TestStatus::Skipped})
-    if (to_string(s) == word) return s;
-  return std::nullopt;
+  return value_of(kTestWords, word);
 }
 
 std::optional<SweepStatus> sweep_status_from_string(std::string_view word) {
-  for (SweepStatus s : {SweepStatus::Completed, SweepStatus::Failed, SweepStatus::NotRun})
-    if (to_string(s) == word) return s;
-  return std::nullopt;
+  return value_of(kSweepWords, word);
 }
 
 const IntervalRecord* SteadyStateRecord::interval(const std::string& metric) const {

@@ -1,5 +1,7 @@
 #include "cvs/statistics/step_stats.hpp"
 
+#include "cvs/base/enum_names.hpp"
+
 #include "cvs/catalog/metric_catalog.hpp"
 
 #include <algorithm>
@@ -572,15 +574,10 @@ std::string SteadyState::why_none(const std::string& metric) const {
 }
 
 const char* to_string(TimeSource s) {
-  switch (s) {
-    case TimeSource::TokensRate:
-      return "tokens_rate";
-    case TimeSource::PrintedSeconds:
-      return "printed_seconds";
-    case TimeSource::FullPrecision:
-      return "full_precision";
-  }
-  return "printed_seconds";
+  static constexpr EnumWord<TimeSource> kWords[] = {{TimeSource::TokensRate, "tokens_rate"},
+                                                    {TimeSource::PrintedSeconds, "printed_seconds"},
+                                                    {TimeSource::FullPrecision, "full_precision"}};
+  return word_of(kWords, s);
 }
 
 bool is_timed(const StepRecord& r) {
