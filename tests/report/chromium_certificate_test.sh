@@ -10,11 +10,8 @@ cvs=$1; cert=$2; out=$3
 rm -rf "$out"; mkdir -p "$out"
 html="$out/certificate.html"
 "$cvs" report "$cert" --out "$html"
-browser=$(command -v chromium || command -v chromium-browser || true)
-[[ -n "$browser" ]] || { echo "FAIL: chromium not installed (tools/setup installs it)"; exit 1; }
-flags=(--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --user-data-dir="$out/profile")
-"$browser" "${flags[@]}" --enable-logging=stderr --v=0 --dump-dom "file://$html" >"$out/dom.html" 2>"$out/console.log"
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/chromium_lib.sh" "$out"
+dump_dom "$html"
 grep -q '<title>cvs certify: CERTIFIED</title>' "$out/dom.html" || fail "title missing"
 python3 - "$out/dom.html" <<'PY' || fail "page content"
 import sys
@@ -27,7 +24,7 @@ assert d.count("<tr><td>") >= 4
 PY
 if grep -E 'CONSOLE|Uncaught|ERR_FILE_NOT_FOUND|net::ERR' "$out/console.log" | grep -v dbus; then fail "console errors"; fi
 if grep -Eo '(src|href)="https?://' "$html"; then fail "the page must not load anything from the network"; fi
-"$browser" "${flags[@]}" --hide-scrollbars --window-size=1280,1100 --screenshot="$out/certificate.png" "file://$html" 2>/dev/null
+chromium_headless --hide-scrollbars --window-size=1280,1100 --screenshot="$out/certificate.png" "file://$html" 2>/dev/null
 [[ -s "$out/certificate.png" ]] || fail "no screenshot"
 [[ $(head -c 8 "$out/certificate.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "screenshot is not a PNG"
 echo "certificate rendered; screenshot $out/certificate.png"

@@ -8,12 +8,9 @@ cvs=$1; results=$2; out=$3
 mkdir -p "$out"
 html="$out/report.html"
 "$cvs" report "$results" --out "$html" >/dev/null
-browser=$(command -v chromium || command -v chromium-browser || true)
-[[ -n "$browser" ]] || { echo "FAIL: chromium not installed (tools/setup installs it)"; exit 1; }
-flags=(--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --user-data-dir="$out/profile")
+source "$(dirname "$0")/chromium_lib.sh" "$out"
 # --dump-dom prints the DOM after load; --enable-logging=stderr surfaces console errors.
-"$browser" "${flags[@]}" --enable-logging=stderr --v=0 --dump-dom "file://$html" >"$out/dom.html" 2>"$out/console.log"
-fail() { echo "FAIL: $*"; exit 1; }
+dump_dom "$html"
 grep -q '<title>jaxmaxtext_single PASS</title>' "$out/dom.html" || fail "title missing"
 grep -q 'jaxmaxtext_single: PASS' "$out/dom.html" || fail "verdict header missing"
 [[ $(grep -o '<svg' "$out/dom.html" | wc -l) -ge 4 ]] || fail "expected a loss curve and a step-time plot per sweep"
@@ -32,12 +29,12 @@ document.getElementById("r").addEventListener("load", function () {
 });
 </script></body></html>
 HTML
-width=$("$browser" "${flags[@]}" --allow-file-access-from-files --virtual-time-budget=3000 --dump-dom \
+width=$(chromium_headless --allow-file-access-from-files --virtual-time-budget=3000 --dump-dom \
   "file://$out/width.html" 2>/dev/null | grep -o 'data-width="[0-9]* of [0-9]*"' | grep -o '[0-9][0-9]* of [0-9]*' || true)
 [[ -n "$width" ]] || fail "could not measure the page width"
 read -r content _ frame <<<"$width"
 ((content <= frame)) || fail "at 1280 px the page is $content px wide for a $frame px frame: it scrolls sideways"
-"$browser" "${flags[@]}" --hide-scrollbars --window-size=1280,2200 --screenshot="$out/report.png" "file://$html" 2>/dev/null
+chromium_headless --hide-scrollbars --window-size=1280,2200 --screenshot="$out/report.png" "file://$html" 2>/dev/null
 [[ -s "$out/report.png" ]] || fail "no screenshot"
 [[ $(head -c 8 "$out/report.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "screenshot is not a PNG"
 echo "report rendered ($content px wide in a $frame px frame); screenshot $out/report.png"

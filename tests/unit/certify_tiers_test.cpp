@@ -35,6 +35,7 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
   std::set<std::string> setup_fails;
   std::map<std::string, int> slow_runs;
   std::set<std::pair<std::string, std::string>> slow_links;
+  std::set<std::string> slow_nics;  // every pair with this node is slow (its own link)
   double scaling = 0.97;
   std::set<std::size_t> rung_without_interval_once;  // its first run has too few steady steps
   std::string interrupt_in;                          // a folder name: Ctrl-C arrives in its runs
@@ -105,7 +106,9 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
           for (auto& p : batch) {
             p.status = Outcome::Pass;
             p.sweep = kSweep;
-            p.step_ms = slow_links.count({p.a, p.b}) || slow_links.count({p.b, p.a}) ? 160 : 60;
+            const bool slow = slow_links.count({p.a, p.b}) || slow_links.count({p.b, p.a}) ||
+                              slow_nics.count(p.a) || slow_nics.count(p.b);
+            p.step_ms = slow ? 160 : 60;
             p.seconds = 30;
             p.steps = 200;
           }
@@ -234,6 +237,22 @@ TEST(CertifyTiers, ASlowLinkFailsTheLinksTierWithoutExcludingANode) {
   EXPECT_NE(links.summary.find("slow link(s): e <-> f"), std::string::npos) << links.summary;
   EXPECT_TRUE(fs::exists(fs::path(links.dir) / "pairs.json"));
   EXPECT_EQ(c.in.certificate.verdict, cvs::Verdict::NotCertified);
+}
+
+// Links: a node slow with every partner (its own link) is excluded by the links tier with the
+// pairs' evidence; the others stay certified (--min-nodes), and scale runs without it.
+TEST(CertifyTiers, ANodeSlowWithEveryPartnerIsExcludedByTheLinksTier) {
+  Certification c(kAll, "nic", 6);
+  c.sim.slow_nics = {"d"};
+  c.o.min_nodes = 4;
+  c.in.certificate.inputs.min_nodes = 4;
+  EXPECT_EQ(c.run(), 0) << c.in.certificate.verdict_reason;
+  const auto& links = c.tier(TierKind::Links);
+  EXPECT_EQ(excluded(links), std::vector<std::string>{"d"});
+  EXPECT_NE(links.excluded[0].evidence.find("every two-node run with it was slow"), std::string::npos)
+      << links.excluded[0].evidence;
+  EXPECT_EQ(c.tier(TierKind::Scale).nodes_in, (std::vector<std::string>{"a", "b", "c", "e", "f"}));
+  EXPECT_EQ(c.in.certificate.certified, (std::vector<std::string>{"a", "b", "c", "e", "f"}));
 }
 
 // A rung without a steady-state interval runs again with twice the steps (a config written once

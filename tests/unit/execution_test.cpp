@@ -172,12 +172,7 @@ TEST(Cluster, ParsesNodesHeadAndSsh) {
 
 namespace {
 std::vector<cvs::ConfigIssue> cluster_issues(const std::string& text) {
-  try {
-    cvs::parse_cluster(text, "c.json");
-  } catch (const cvs::ConfigError& e) {
-    return e.issues();
-  }
-  return {};
+  return cvs::test::issues_raised([&] { cvs::parse_cluster(text, "c.json"); });
 }
 }  // namespace
 

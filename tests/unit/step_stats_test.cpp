@@ -14,6 +14,8 @@
 #include "cvs/verdicts/evaluation.hpp"
 #include "test_helpers.hpp"
 
+using cvs::test::threshold_spec;
+
 namespace {
 
 std::vector<double> normal_series(std::size_t n, double mean, double sd, unsigned seed) {
@@ -65,14 +67,6 @@ std::vector<double> known_series() {
 
 void expect_rel(double got, double want, const char* what) {
   EXPECT_NEAR(got, want, 1e-9 * std::fabs(want)) << what;
-}
-
-cvs::ThresholdSpec gate(const std::string& metric, cvs::ThresholdKind k, double v) {
-  cvs::ThresholdSpec s;
-  s.metric = metric;
-  s.kind = k;
-  s.value = v;
-  return s;
 }
 
 }  // namespace
@@ -150,7 +144,8 @@ TEST(StepStats, AQuantizedRunGetsAnIntervalHoldingItsTrueMeanAndNoFalsePass) {
   EXPECT_GE(ms.hi, 12.4);
   EXPECT_GT(ms.hi - ms.lo, 0.0) << "never a zero-width interval";
   EXPECT_LT(ms.hi - ms.lo, 0.2) << "the tokens rate and the compile step pin it to a fraction of a ms";
-  std::vector<cvs::ThresholdSpec> cell = {gate("step_time_mean_ms", cvs::ThresholdKind::MaxMs, 12.2)};
+  std::vector<cvs::ThresholdSpec> cell = {
+      threshold_spec("step_time_mean_ms", cvs::ThresholdKind::MaxMs, 12.2)};
   const auto e = cvs::evaluate_metric("step_time_mean_ms", m, &cell, true);
   EXPECT_NE(e.outcome, cvs::Outcome::Pass) << e.message;
   EXPECT_EQ(e.outcome, cvs::Outcome::Fail) << e.message;
@@ -175,7 +170,8 @@ TEST(StepStats, TooFewStepsAreInconclusiveWithTheReasonAndTheStepsNeeded) {
   EXPECT_NE(m.steady.why.find("12 steady-state steps: too few for an interval; run at least 25"),
             std::string::npos)
       << m.steady.why;
-  std::vector<cvs::ThresholdSpec> cell = {gate("tokens_per_sec_per_gpu", cvs::ThresholdKind::MinTokS, 1)};
+  std::vector<cvs::ThresholdSpec> cell = {
+      threshold_spec("tokens_per_sec_per_gpu", cvs::ThresholdKind::MinTokS, 1)};
   const auto e = cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true);
   EXPECT_EQ(e.outcome, cvs::Outcome::Inconclusive);
   EXPECT_NE(e.message.find("too few"), std::string::npos) << e.message;
@@ -317,7 +313,7 @@ TEST(IntervalVerdict, PassFailAndInconclusiveFollowWhereTheIntervalLies) {
   const auto& tok = m.steady.intervals.at("tokens_per_sec_per_gpu");
   using K = cvs::ThresholdKind;
   using O = cvs::Outcome;
-  std::vector<cvs::ThresholdSpec> cell = {gate("tokens_per_sec_per_gpu", K::MinTokS, tok.lo * 0.9)};
+  std::vector<cvs::ThresholdSpec> cell = {threshold_spec("tokens_per_sec_per_gpu", K::MinTokS, tok.lo * 0.9)};
   auto e = cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true);
   EXPECT_EQ(e.outcome, O::Pass) << e.message;
   ASSERT_TRUE(e.interval);
@@ -337,12 +333,12 @@ TEST(IntervalVerdict, PassFailAndInconclusiveFollowWhereTheIntervalLies) {
   EXPECT_NE(e.message.find("would be FAIL"), std::string::npos) << e.message;
   // max on step time mirrors min.
   const auto& p50 = m.steady.intervals.at("step_time_p50_ms");
-  std::vector<cvs::ThresholdSpec> mx = {gate("step_time_p50_ms", K::MaxMs, p50.hi * 1.2)};
+  std::vector<cvs::ThresholdSpec> mx = {threshold_spec("step_time_p50_ms", K::MaxMs, p50.hi * 1.2)};
   EXPECT_EQ(cvs::evaluate_metric("step_time_p50_ms", m, &mx, true).outcome, O::Pass);
   mx[0].value = p50.lo * 0.8;
   EXPECT_EQ(cvs::evaluate_metric("step_time_p50_ms", m, &mx, true).outcome, O::Fail);
   // The p95 of 98 steps has no upper bound at 95 %: its gate says so.
-  std::vector<cvs::ThresholdSpec> p95 = {gate("step_time_p95_ms", K::MaxMs, 1e6)};
+  std::vector<cvs::ThresholdSpec> p95 = {threshold_spec("step_time_p95_ms", K::MaxMs, 1e6)};
   e = cvs::evaluate_metric("step_time_p95_ms", m, &p95, true);
   EXPECT_EQ(e.outcome, O::Inconclusive) << e.message;
   EXPECT_NE(e.message.find("order-statistic interval needs at least"), std::string::npos) << e.message;
@@ -359,7 +355,8 @@ TEST(IntervalVerdict, ADriftingRunIsDecidedOnlyByAGateTheWholeTrendClearsOrMisse
   for (auto [bound, want] :
        {std::pair{1.0, O}, std::pair{1e9, cvs::Outcome::Fail},
         std::pair{m.steady.intervals.at("tokens_per_sec_per_gpu").estimate, cvs::Outcome::Inconclusive}}) {
-    std::vector<cvs::ThresholdSpec> cell = {gate("tokens_per_sec_per_gpu", cvs::ThresholdKind::Min, bound)};
+    std::vector<cvs::ThresholdSpec> cell = {
+        threshold_spec("tokens_per_sec_per_gpu", cvs::ThresholdKind::Min, bound)};
     const auto e = cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true);
     EXPECT_EQ(e.outcome, want) << e.message;
     EXPECT_NE(e.message.find("drifts +"), std::string::npos) << e.message;
@@ -369,7 +366,7 @@ TEST(IntervalVerdict, ADriftingRunIsDecidedOnlyByAGateTheWholeTrendClearsOrMisse
 
 TEST(IntervalVerdict, SpeedMetricWithoutAGateSaysUncalibrated) {
   const auto m = cvs::compute_metrics(steps_from(normal_series(40, 0.5, 0.01, 7)), {}, {});
-  std::vector<cvs::ThresholdSpec> cell = {gate("step_time_p95_ms", cvs::ThresholdKind::Info, 0)};
+  std::vector<cvs::ThresholdSpec> cell = {threshold_spec("step_time_p95_ms", cvs::ThresholdKind::Info, 0)};
   for (const char* metric : {"tokens_per_sec_per_gpu", "step_time_p95_ms"}) {
     const auto e = cvs::evaluate_metric(metric, m, &cell, true);
     EXPECT_EQ(e.outcome, cvs::Outcome::Record);
@@ -403,7 +400,7 @@ TEST(EarlyStop, StopsAtTheFirstLookWhereEveryGateIsDecisive) {
   auto prefix = [&](std::size_t n) { return std::vector<cvs::StepRecord>(all.begin(), all.begin() + n); };
   using K = cvs::ThresholdKind;
   const auto plan = cvs::EarlyStopPlan::make(200, 400, 25, false, 0.95);
-  cvs::EarlyStopper clear(plan, {gate("tokens_per_sec_per_gpu", K::MinTokS, 3000)}, {});
+  cvs::EarlyStopper clear(plan, {threshold_spec("tokens_per_sec_per_gpu", K::MinTokS, 3000)}, {});
   EXPECT_FALSE(clear(prefix(49))) << "before the first look";
   EXPECT_EQ(clear.decided_at(), 0u);
   EXPECT_TRUE(clear(prefix(50)));
@@ -411,11 +408,11 @@ TEST(EarlyStop, StopsAtTheFirstLookWhereEveryGateIsDecisive) {
   EXPECT_EQ(clear.decided_at(), 50u);
   EXPECT_NE(clear.reason().find("tokens_per_sec_per_gpu PASS"), std::string::npos) << clear.reason();
   // A decisive FAIL stops too: the verdict is known.
-  cvs::EarlyStopper fails(plan, {gate("tokens_per_sec_per_gpu", K::MinTokS, 9000)}, {});
+  cvs::EarlyStopper fails(plan, {threshold_spec("tokens_per_sec_per_gpu", K::MinTokS, 9000)}, {});
   EXPECT_TRUE(fails(prefix(55)));
   EXPECT_NE(fails.reason().find("FAIL"), std::string::npos);
   // A threshold at the true value straddles at every look: the run goes on to the cap.
-  cvs::EarlyStopper straddles(plan, {gate("tokens_per_sec_per_gpu", K::MinTokS, 4000)}, {});
+  cvs::EarlyStopper straddles(plan, {threshold_spec("tokens_per_sec_per_gpu", K::MinTokS, 4000)}, {});
   int stops = 0;
   for (std::size_t n = 10; n <= 400; n += 10) stops += straddles(prefix(n));
   EXPECT_EQ(stops, 0);
@@ -434,7 +431,8 @@ TEST(EarlyStop, AScalingEfficiencyGateIsDecidedAtALook) {
   ctx.scaling_baseline.tokens_per_sec_total = 4000;  // one node's: 2 nodes at 4000 each is 100 %
   ctx.scaling_baseline.num_nodes = 1;
   const auto plan = cvs::EarlyStopPlan::make(100, 200, 25, false, 0.95);
-  cvs::EarlyStopper stopper(plan, {gate("scaling_efficiency_pct", cvs::ThresholdKind::Min, 90)}, ctx);
+  cvs::EarlyStopper stopper(plan, {threshold_spec("scaling_efficiency_pct", cvs::ThresholdKind::Min, 90)},
+                            ctx);
   EXPECT_TRUE(stopper(std::vector<cvs::StepRecord>(all.begin(), all.begin() + 50)));
   EXPECT_NE(stopper.reason().find("scaling_efficiency_pct PASS"), std::string::npos) << stopper.reason();
   const auto m = cvs::compute_metrics(all, {}, ctx);
@@ -445,9 +443,9 @@ TEST(EarlyStop, AScalingEfficiencyGateIsDecidedAtALook) {
 
 TEST(EarlyStop, OnlySpeedGatesAreDecidedEarly) {
   using K = cvs::ThresholdKind;
-  const std::vector<cvs::ThresholdSpec> cell = {gate("tokens_per_sec_per_gpu", K::MinTokS, 1),
-                                                gate("step_time_p95_ms", K::Info, 0),
-                                                gate("final_loss", K::Max, 9)};
+  const std::vector<cvs::ThresholdSpec> cell = {threshold_spec("tokens_per_sec_per_gpu", K::MinTokS, 1),
+                                                threshold_spec("step_time_p95_ms", K::Info, 0),
+                                                threshold_spec("final_loss", K::Max, 9)};
   const auto g = cvs::speed_gates(&cell);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].metric, "tokens_per_sec_per_gpu");

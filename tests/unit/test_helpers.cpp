@@ -75,4 +75,12 @@ Proc run_command(const std::string& cmd) {
   return p;
 }
 
+ThresholdSpec threshold_spec(const std::string& metric, ThresholdKind kind, double value) {
+  ThresholdSpec s;
+  s.metric = metric;
+  s.kind = kind;
+  s.value = value;
+  return s;
+}
+
 }  // namespace cvs::test

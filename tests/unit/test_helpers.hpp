@@ -9,6 +9,7 @@
 
 #include "cvs/config/config.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/thresholds.hpp"
 
 namespace cvs::test {
 
@@ -26,6 +27,20 @@ std::vector<ConfigIssue> issues_of(const nlohmann::ordered_json& j,
 // True when some issue sits at exactly `pointer` and its message contains `needle`.
 ::testing::AssertionResult has_issue(const std::vector<ConfigIssue>& issues, const std::string& pointer,
                                      const std::string& needle = "");
+
+// The issues `parse` raises as a ConfigError; none when it returns.
+template <class Parse>
+std::vector<ConfigIssue> issues_raised(Parse&& parse) {
+  try {
+    parse();
+  } catch (const ConfigError& e) {
+    return e.issues();
+  }
+  return {};
+}
+
+// A gate: metric, kind and value (the rest as a threshold file leaves it).
+ThresholdSpec threshold_spec(const std::string& metric, ThresholdKind kind, double value);
 
 struct Proc {
   int exit_code = -1;

@@ -9,26 +9,16 @@
 
 using cvs::Outcome;
 
+using cvs::test::threshold_spec;
+
 namespace {
 cvs::RunMetrics metrics(std::map<std::string, double> v) {
   cvs::RunMetrics m;
   for (const auto& [name, value] : v) m.values.set(*cvs::metric_from_name(name), value);
   return m;
 }
-cvs::ThresholdSpec spec(const std::string& metric, cvs::ThresholdKind k, double v) {
-  cvs::ThresholdSpec s;
-  s.metric = metric;
-  s.kind = k;
-  s.value = v;
-  return s;
-}
 std::vector<cvs::ConfigIssue> issues_of(const std::string& text) {
-  try {
-    cvs::parse_thresholds(text, "t_threshold.json");
-  } catch (const cvs::ConfigError& e) {
-    return e.issues();
-  }
-  return {};
+  return cvs::test::issues_raised([&] { cvs::parse_thresholds(text, "t_threshold.json"); });
 }
 }  // namespace
 
@@ -50,11 +40,11 @@ TEST(Thresholds, EveryKind) {
                     {"step_time_p95_ms", 900},
                     {"final_loss", 5},
                     {"tokens_per_sec_total", 2400}});
-  std::vector<cvs::ThresholdSpec> cell = {spec("tokens_per_sec_per_gpu", K::MinTokS, 1217),
-                                          spec("step_time_p95_ms", K::MaxMs, 1000),
-                                          spec("final_loss", K::Within, 5.2)};
+  std::vector<cvs::ThresholdSpec> cell = {threshold_spec("tokens_per_sec_per_gpu", K::MinTokS, 1217),
+                                          threshold_spec("step_time_p95_ms", K::MaxMs, 1000),
+                                          threshold_spec("final_loss", K::Within, 5.2)};
   cell[2].tolerance_pct = 5.0;
-  auto ratio = spec("tokens_per_sec_total", K::MinRatio, 1.9);
+  auto ratio = threshold_spec("tokens_per_sec_total", K::MinRatio, 1.9);
   ratio.reference = "tokens_per_sec_per_gpu";
   cell.push_back(ratio);
   // Speed metrics are decided on their steady-state interval (step_stats_test.cpp); values with
@@ -68,8 +58,8 @@ TEST(Thresholds, EveryKind) {
   EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &cell, true).outcome, Outcome::Pass);  // |5-5.2| <= 0.26
   EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_total", m, &cell, true).outcome,
             Outcome::Pass);  // 2.0 >= 1.9
-  std::vector<cvs::ThresholdSpec> mn = {spec("final_loss", K::Min, 6),
-                                        spec("tokens_per_sec_per_gpu", K::Max, 1000)};
+  std::vector<cvs::ThresholdSpec> mn = {threshold_spec("final_loss", K::Min, 6),
+                                        threshold_spec("tokens_per_sec_per_gpu", K::Max, 1000)};
   EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &mn, true).outcome, Outcome::Fail);
   EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &mn, true).outcome, Outcome::Inconclusive);
 }
@@ -77,8 +67,8 @@ TEST(Thresholds, EveryKind) {
 TEST(Thresholds, BoundariesAreInclusive) {
   using K = cvs::ThresholdKind;
   auto m = metrics({{"final_loss", 15.0}, {"loss_decreased", 1}});
-  std::vector<cvs::ThresholdSpec> cell = {spec("final_loss", K::Max, 15.0),
-                                          spec("loss_decreased", K::Min, 1)};
+  std::vector<cvs::ThresholdSpec> cell = {threshold_spec("final_loss", K::Max, 15.0),
+                                          threshold_spec("loss_decreased", K::Min, 1)};
   EXPECT_EQ(cvs::evaluate_metric("final_loss", m, &cell, true).outcome, Outcome::Pass);
   EXPECT_EQ(cvs::evaluate_metric("loss_decreased", m, &cell, true).outcome, Outcome::Pass);
 }
@@ -86,8 +76,8 @@ TEST(Thresholds, BoundariesAreInclusive) {
 TEST(Thresholds, RecordWhenNotEnforcedInfoOrNoCell) {
   using K = cvs::ThresholdKind;
   auto m = metrics({{"final_loss", 20}, {"step_time_p95_ms", 10}});
-  std::vector<cvs::ThresholdSpec> cell = {spec("final_loss", K::Max, 15),
-                                          spec("step_time_p95_ms", K::Info, 3600000)};
+  std::vector<cvs::ThresholdSpec> cell = {threshold_spec("final_loss", K::Max, 15),
+                                          threshold_spec("step_time_p95_ms", K::Info, 3600000)};
   auto not_enforced = cvs::evaluate_metric("final_loss", m, &cell, false);
   EXPECT_EQ(not_enforced.outcome, Outcome::Record);
   EXPECT_NE(not_enforced.message.find("would FAIL"), std::string::npos);
@@ -96,12 +86,12 @@ TEST(Thresholds, RecordWhenNotEnforcedInfoOrNoCell) {
 }
 
 TEST(Thresholds, NotProducedIsNA) {
-  std::vector<cvs::ThresholdSpec> cell = {spec("eval_loss", cvs::ThresholdKind::Max, 3)};
+  std::vector<cvs::ThresholdSpec> cell = {threshold_spec("eval_loss", cvs::ThresholdKind::Max, 3)};
   EXPECT_EQ(cvs::evaluate_metric("eval_loss", metrics({}), &cell, true).outcome, Outcome::NA);
 }
 
 TEST(Thresholds, NanNeverPassesMax) {
-  std::vector<cvs::ThresholdSpec> cell = {spec("final_loss", cvs::ThresholdKind::Max, 15)};
+  std::vector<cvs::ThresholdSpec> cell = {threshold_spec("final_loss", cvs::ThresholdKind::Max, 15)};
   auto e = cvs::evaluate_metric("final_loss", metrics({{"final_loss", std::nan("")}}), &cell, true);
   EXPECT_EQ(e.outcome, Outcome::Fail);
   EXPECT_NE(e.message.find("non-finite"), std::string::npos);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cvs/exec/local_log_stream.hpp"
+#include "cvs/exec/process_group.hpp"
 
 namespace bp = boost::process;
 namespace asio = boost::asio;
@@ -108,15 +109,6 @@ std::vector<StreamFrame> FrameParser::feed(std::string_view bytes) {
 
 namespace {
 
-// A stream runs in a process group of its own: a terminal's Ctrl-C reaches the suite, which
-// stops the run through the streams, and not the streams themselves (which would die mid-stop).
-struct OwnProcessGroup : bp::extend::handler {
-  template <class Executor>
-  void on_exec_setup(Executor&) const {
-    ::setpgid(0, 0);
-  }
-};
-
 // The pipes and the child of a process stream (an in-process stream has none).
 struct ProcessIo {
   explicit ProcessIo(asio::io_context& io) : out(io), err(io), in(io) {}
@@ -200,7 +192,7 @@ struct StreamSet::Impl {
     std::error_code ec;
     try {
       p.child = std::make_unique<bp::child>(exe, bp::args(args), bp::std_out > p.out, bp::std_err > p.err,
-                                            bp::std_in < p.in, io, OwnProcessGroup{},
+                                            bp::std_in < p.in, io, NewProcessGroup{},
                                             bp::on_exit([s](int code, const std::error_code&) {
                                               s->proc->exited = true;
                                               s->pending.exit_code = code;

@@ -1,5 +1,7 @@
 #include "cvs/exec/process.hpp"
 
+#include "cvs/exec/process_group.hpp"
+
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -64,14 +66,6 @@ void raise_fd_limit() {
 }
 
 namespace {
-
-// Each child leads its own process group, so a timeout can kill what it forked too.
-struct NewProcessGroup : bp::extend::handler {
-  template <typename Executor>
-  void on_exec_setup(Executor&) const {
-    ::setpgid(0, 0);
-  }
-};
 
 struct Slot {
   Slot(asio::io_context& io, const ProcRequest& r, ProcResult& res)
