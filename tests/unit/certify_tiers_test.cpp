@@ -38,6 +38,7 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
   std::set<std::string> slow_nics;  // every pair with this node is slow (its own link)
   double scaling = 0.97;
   std::set<std::size_t> rung_without_interval_once;  // its first run has too few steady steps
+  std::map<std::size_t, std::string> rung_fails;     // a rung's run fails its own gates, no figure
   std::string interrupt_in;                          // a folder name: Ctrl-C arrives in its runs
   bool stopped = false;
   std::vector<std::string> calls;  // "<folder>: a b c" per call
@@ -93,6 +94,14 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
     }
     note(spec, names);
     calls.back() += " config=" + spec.config.filename().string();
+    if (auto f = rung_fails.find(nodes.size()); f != rung_fails.end()) {
+      FleetNode n;
+      n.name = label;
+      n.status = Outcome::Fail;
+      n.failure = f->second;
+      n.seconds = 20;
+      return n;
+    }
     auto n = training(label, slowest * std::pow(scaling, std::log2(static_cast<double>(nodes.size()))));
     if (rung_without_interval_once.erase(nodes.size())) n.intervals.clear();
     return n;
@@ -271,6 +280,22 @@ TEST(CertifyTiers, ARungWithoutAnIntervalRunsAgainWithTwiceTheSteps) {
   const auto& rung = c.tier(TierKind::Scale).rungs.at(1);
   EXPECT_TRUE(rung.interval.has_value());
   EXPECT_EQ(rung.steps, 2 * (100 + 100)) << "both runs of two nodes counted";
+}
+
+// A full-scale rung that fails its own gates with no figure (a config that cannot shard over that
+// many nodes, say) fails the tier with the run's words, and does not call it an efficiency.
+TEST(CertifyTiers, AFullScaleRunThatFailsItsGatesFailsTheTierInItsOwnWords) {
+  Certification c({TierKind::Preflight, TierKind::Nodes, TierKind::Scale}, "fullscale", 3);
+  c.sim.rung_fails = {{3, "sweep/test_training_run: jax IndivisibleError"}};
+  EXPECT_EQ(c.run(), 1);
+  const auto& scale = c.tier(TierKind::Scale);
+  EXPECT_EQ(scale.outcome, Outcome::Fail);
+  EXPECT_EQ(scale.summary.find("efficiency falls below"), std::string::npos) << scale.summary;
+  EXPECT_NE(scale.summary.find(
+                "the full-scale run's own gates failed: sweep/test_training_run: jax IndivisibleError"),
+            std::string::npos)
+      << scale.summary;
+  EXPECT_EQ(c.in.certificate.verdict, cvs::Verdict::NotCertified);
 }
 
 // --resume with --budget-minutes: the kept nodes tier's measured run time holds links (two runs)

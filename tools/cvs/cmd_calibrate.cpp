@@ -177,9 +177,10 @@ int cmd_calibrate(const Args& args) {
     std::cerr << "cvs calibrate: refused: " << e.what() << "; nothing was written\n";
     return kExitFail;
   }
-  for (const auto& [metric, why] : file["_calibration"]["not_calibrated"].items())
-    std::cerr << "cvs calibrate: not calibrated: " << metric << ": " << why.get<std::string>()
-              << " (its gate stays as the base file has it)\n";
+  for (const auto& [sweep, metrics] : file["_calibration"]["not_calibrated"].items())
+    for (const auto& [metric, why] : metrics.items())
+      std::cerr << "cvs calibrate: not calibrated: " << sweep << " " << metric << ": "
+                << why.get<std::string>() << " (its gate stays as the base file has it)\n";
   write_calibration(dest, file);
   record_calibration(history_spec, dest, *results);
   return kExitOk;

@@ -293,7 +293,7 @@ void ScaleTier::run(Certification& c, TierRecord& t) const {
     t.node_minutes += g.seconds * static_cast<double>(g.nodes) / 60;
     t.node_steps += g.steps;
     words += (words.empty() ? "" : "; ") + rung_words(g);
-    if (g.verdict == Outcome::Fail && named.empty()) named = std::to_string(g.nodes);
+    if (g.verdict == Outcome::Fail && g.efficiency_pct && named.empty()) named = std::to_string(g.nodes);
     worst = worse(worst, g.verdict);
   }
   const bool full_failed = !t.rungs.empty() && t.rungs.back().status == Outcome::Fail;

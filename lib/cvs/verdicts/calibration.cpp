@@ -171,7 +171,7 @@ ordered_json build_calibration(const std::vector<Results>& results, const std::o
       std::string why;
       auto r = collect(results, sweep, m.name, why);
       if (!r) {
-        not_calibrated[sweep + " " + m.name] = why;
+        not_calibrated[sweep][m.name] = why;
         continue;
       }
       ordered_json st;

@@ -70,8 +70,8 @@ class CalibrationRefused : public std::runtime_error {
 // A threshold file from the results.json of each repeat: the base file's gates that are not
 // speed metrics (loss, trend, ratios) are kept; every speed metric of calibrated_metrics() gets a
 // gate by the rule, and `_calibration` holds the rule, the raw statistics per sweep and metric,
-// the metrics it could not calibrate (`not_calibrated`: "<sweep> <metric>" -> why) and the
-// provenance of the first repeat. Throws CalibrationRefused (see the rule).
+// the metrics it could not calibrate (`not_calibrated`: sweep -> metric -> why, keyed as
+// `statistics` is) and the provenance of the first repeat. Throws CalibrationRefused (see the rule).
 nlohmann::ordered_json build_calibration(const std::vector<Results>& results,
                                          const std::optional<ThresholdFile>& base,
                                          const CalibrationRule& rule, const std::string& date);
