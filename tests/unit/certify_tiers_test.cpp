@@ -286,16 +286,42 @@ TEST(CertifyTiers, ARungWithoutAnIntervalRunsAgainWithTwiceTheSteps) {
 // many nodes, say) fails the tier with the run's words, and does not call it an efficiency.
 TEST(CertifyTiers, AFullScaleRunThatFailsItsGatesFailsTheTierInItsOwnWords) {
   Certification c({TierKind::Preflight, TierKind::Nodes, TierKind::Scale}, "fullscale", 3);
-  c.sim.rung_fails = {{3, "sweep/test_training_run: jax IndivisibleError"}};
+  c.sim.rung_fails = {{3, "sweep/test_metric: training.loss_final 9.1 above 8"}};
   EXPECT_EQ(c.run(), 1);
   const auto& scale = c.tier(TierKind::Scale);
   EXPECT_EQ(scale.outcome, Outcome::Fail);
   EXPECT_EQ(scale.summary.find("efficiency falls below"), std::string::npos) << scale.summary;
   EXPECT_NE(scale.summary.find(
-                "the full-scale run's own gates failed: sweep/test_training_run: jax IndivisibleError"),
+                "the full-scale run's own gates failed: sweep/test_metric: training.loss_final 9.1 above 8"),
             std::string::npos)
       << scale.summary;
   EXPECT_EQ(c.in.certificate.verdict, cvs::Verdict::NotCertified);
+}
+
+// Three healthy nodes and a config whose FSDP cannot shard over three processes (the certify e2e saw
+// it: JAX IndivisibleError): the 3-node rung is N/A in words that say why, not a hardware FAIL; the
+// doublings decide the tier. A doubling rung that cannot shard still fails (the config is wrong).
+TEST(CertifyTiers, AFullScaleRungTheConfigCannotShardIsSetAsideNotFailed) {
+  Certification c({TierKind::Preflight, TierKind::Nodes, TierKind::Scale}, "unshardable", 3);
+  c.sim.rung_fails = {
+      {3, "sweep/test_training_run: jax._src.sharding.IndivisibleError tiling factors (3, 1, 1)"}};
+  EXPECT_EQ(c.run(), 0);
+  const auto& scale = c.tier(TierKind::Scale);
+  ASSERT_EQ(scale.rungs.size(), 3u);
+  EXPECT_EQ(scale.rungs[1].verdict, Outcome::Pass);
+  EXPECT_EQ(scale.rungs[2].verdict, Outcome::NA);
+  EXPECT_EQ(scale.outcome, Outcome::Pass);
+  EXPECT_NE(
+      scale.summary.find("3 node(s): N/A (the config cannot shard over 3 nodes (JAX IndivisibleError): the "
+                         "workload's shape, not the hardware; the ladder ends at 2 nodes"),
+      std::string::npos)
+      << scale.summary;
+  EXPECT_EQ(c.in.certificate.verdict, cvs::Verdict::Certified);
+
+  Certification four({TierKind::Preflight, TierKind::Nodes, TierKind::Scale}, "unshardable4", 4);
+  four.sim.rung_fails = {{4, "sweep/test_training_run: jax._src.sharding.IndivisibleError"}};
+  EXPECT_EQ(four.run(), 1);
+  EXPECT_EQ(four.tier(TierKind::Scale).outcome, Outcome::Fail);
 }
 
 // --resume with --budget-minutes: the kept nodes tier's measured run time holds links (two runs)

@@ -265,12 +265,31 @@ Rung ScaleTier::run_rung(Certification& c, const std::vector<Node>& nodes, std::
 
 std::string rung_words(const Rung& g) {
   if (!g.efficiency_pct)
-    return std::to_string(g.nodes) + " node(s): " + to_string(g.status, "no results") +
+    return std::to_string(g.nodes) + " node(s): " +
+           (g.verdict == Outcome::NA ? to_string(g.verdict) : to_string(g.status, "no results")) +
            (g.failure.empty() ? "" : " (" + g.failure + ")");
   std::string s = fmt::format("{} node(s) {:.1f} %", g.nodes, *g.efficiency_pct);
   s += g.efficiency_lo_pct ? fmt::format(" [{:.1f}, {:.1f}]", *g.efficiency_lo_pct, *g.efficiency_hi_pct)
                            : " (no interval: too few steady steps)";
   return s + fmt::format(" vs {:.1f} %: {}", g.bound_pct, to_string(g.verdict));
+}
+
+// The full-scale rung is every healthy node: after exclusions, a count the config may not shard
+// over (FSDP over 3 processes of a 256-wide model: JAX's IndivisibleError). Such a rung off the
+// doublings decides nothing (N/A, in these words): the workload's shape, not the hardware; the
+// ladder's doublings and the nodes and links tiers stand.
+void set_aside_unshardable(std::vector<Rung>& rungs) {
+  if (rungs.size() < 2) return;
+  auto& g = rungs.back();
+  const bool doubling = (g.nodes & (g.nodes - 1)) == 0;
+  if (doubling || g.status == Outcome::Pass || g.failure.find("IndivisibleError") == std::string::npos)
+    return;
+  g.verdict = Outcome::NA;
+  g.efficiency_pct.reset();
+  g.failure = fmt::format(
+      "the config cannot shard over {} nodes (JAX IndivisibleError): the workload's shape, not the hardware; "
+      "the ladder ends at {} nodes ({})",
+      g.nodes, rungs[rungs.size() - 2].nodes, g.failure);
 }
 
 // The worse of two rung verdicts (ERROR over FAIL over INCONCLUSIVE over PASS).
@@ -287,6 +306,7 @@ void ScaleTier::run(Certification& c, TierRecord& t) const {
   for (std::size_t i = 0; i < rungs.size() && !c.runner.interrupted(); ++i)
     t.rungs.push_back(run_rung(c, nodes, rungs[i], i + 1 == rungs.size(), t.dir));
   score_ladder(t.rungs, c.o.per_doubling_pct / 100);
+  set_aside_unshardable(t.rungs);
   Outcome worst = Outcome::Pass;
   std::string named, words;
   for (const auto& g : t.rungs) {
@@ -296,7 +316,8 @@ void ScaleTier::run(Certification& c, TierRecord& t) const {
     if (g.verdict == Outcome::Fail && g.efficiency_pct && named.empty()) named = std::to_string(g.nodes);
     worst = worse(worst, g.verdict);
   }
-  const bool full_failed = !t.rungs.empty() && t.rungs.back().status == Outcome::Fail;
+  const bool full_failed =
+      !t.rungs.empty() && t.rungs.back().status == Outcome::Fail && t.rungs.back().verdict != Outcome::NA;
   if (full_failed) worst = worse(worst, Outcome::Fail);
   t.outcome = worst;
   t.summary = (named.empty() ? "" : "efficiency falls below the bound at " + named + " nodes; ") + words;
