@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <random>
 
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet/fleet_pairs.hpp"
 

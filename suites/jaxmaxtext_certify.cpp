@@ -10,9 +10,9 @@
 //                      [SUITE ARGS...]
 //
 // The tiers are lib/cvs/certify (tiers.hpp); this front end parses, wires the ProcessRunner and
-// catches. Every run is a suite executable beside this one (exec/suite_runs.hpp), with its config copied into
-// <output>/inputs with statistics.on_inconclusive "extend" (each speed gate stops once decisive).
-// Exit 0 certified, 1 not (or incomplete: budget, Ctrl-C), 2 bad input, 3 infrastructure.
+// catches. Every run is a suite executable beside this one (certify/suite_runs.hpp), with its config copied
+// into <output>/inputs with statistics.on_inconclusive "extend" (each speed gate stops once decisive). Exit 0
+// certified, 1 not (or incomplete: budget, Ctrl-C), 2 bad input, 3 infrastructure.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -22,13 +22,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cvs/base/utc_time.hpp"
-#include "cvs/certificate_report.hpp"
 #include "cvs/certify/inputs.hpp"
 #include "cvs/certify/runner.hpp"
 #include "cvs/certify/tiers.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/exec/launch.hpp"
-#include "fleet_options.hpp"
+#include "cvs/reporters.hpp"
+#include "front_end.hpp"
 
 #ifndef CVS_GIT_COMMIT
 #define CVS_GIT_COMMIT "unknown"
@@ -42,7 +42,7 @@ using cvs::certify::Options;
 
 namespace {
 
-Options parse_options(CLI::App& app, int argc, char** argv) {
+Options parse_options(CLI::App& app, int argc, char** argv, cvs::report::ReporterOptions& reports) {
   Options o;
   std::string cluster, config, dist, baseline, output, resume;
   app.allow_extras();
@@ -67,6 +67,7 @@ Options parse_options(CLI::App& app, int argc, char** argv) {
          "--scaling-per-doubling-pct", o.per_doubling_pct,
          "the least scaling efficiency each doubling of the nodes may keep, in % (90: 81 % at 4 nodes)")
       ->check(CLI::Range(0.0, 100.0));
+  cvs::fleet::add_report_options(app, reports, "certification");
   app.parse(argc, argv);
   auto abs = [](const std::string& s) { return s.empty() ? fs::path() : fs::absolute(s); };
   o.cluster = abs(cluster);
@@ -79,6 +80,8 @@ Options parse_options(CLI::App& app, int argc, char** argv) {
                  ? fs::absolute(fs::path("cvs-results") / ("certify-" + cvs::utc_now("%Y%m%d-%H%M%S")))
                  : fs::absolute(output);
   o.suite_args = app.remaining();
+  reports.certify_files = true;
+  cvs::fleet::pass_history_on(reports, o.suite_args);
   o.tool_version = CVS_VERSION;
   o.git_commit = CVS_GIT_COMMIT;
   return o;
@@ -110,36 +113,31 @@ int main(int argc, char** argv) {
       "cvs certify"};
   Options o;
   cvs::certify::Inputs in;
-  try {
-    o = parse_options(app, argc, argv);
-    in = cvs::certify::load_inputs(o);  // every check before any node runs or anything is written
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "cvs certify: " << e.what() << "\n" << app.help();
-    return 2;
-  } catch (const cvs::ConfigError& e) {
-    for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
-    return 2;
-  }
+  cvs::report::ReporterOptions reports;  // the certificate's files, the history record, the exports
+  if (auto rc = cvs::fleet::check_at_edge(app, "cvs certify", [&] {
+        o = parse_options(app, argc, argv, reports);
+        in = cvs::certify::load_inputs(o);  // every check before any node runs or anything is written
+        // A resumed certification is recorded where its start was (its suite runs carry that --history).
+        for (std::size_t i = 0; reports.history.empty() && i + 1 < o.suite_args.size(); ++i)
+          if (o.suite_args[i] == "--history") reports.history = o.suite_args[i + 1];
+      }))
+    return *rc;
   cvs::install_interrupt_handler();
   auto& cert = in.certificate;
   // Caught once, here: whatever a tier throws (a config it derives, a write on a full disk, a
   // reporter), the stack unwinds first, so the Slurm allocation is released on every path.
-  try {
-    cvs::certify::ProcessRunner runner(in.cluster);
-    const int rc = cvs::certify::run(o, in, runner);
-    for (const auto& line : cvs::report::write_certificate_files(o.output, cert, in.cluster))
-      std::cerr << "certify: " << line << "\n";
-    print_summary(cert, o.output);
-    return rc;
-  } catch (const cvs::ConfigError& e) {
-    for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "cvs certify: " << e.what() << " (the certification stopped; " << o.output.string()
-              << " keeps what was decided: cvs certify --resume " << o.output.string() << ")\n";
-    return 3;
-  }
+  return cvs::fleet::run_at_edge(
+      "cvs certify",
+      [&] {
+        cvs::certify::ProcessRunner runner(in.cluster);
+        const int rc = cvs::certify::run(o, in, runner);
+        const cvs::report::CertificationReport made{cert, in.cluster};
+        for (const auto& line : cvs::report::run_reporters(cvs::report::reporters(reports),
+                                                           {.folder = o.output, .certification = &made}))
+          std::cerr << "certify: " << line << "\n";
+        print_summary(cert, o.output);
+        return rc;
+      },
+      "the certification stopped; " + o.output.string() + " keeps what was decided: cvs certify --resume " +
+          o.output.string());
 }

@@ -24,17 +24,17 @@
 
 #include "cvs/base/format.hpp"
 #include "cvs/base/utc_time.hpp"
+#include "cvs/certify/suite_runs.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/config/config.hpp"
 #include "cvs/config/config_error.hpp"
-#include "cvs/exec/cluster.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
-#include "cvs/exec/suite_runs.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet/fleet_pairs.hpp"
 #include "cvs/reporters.hpp"
-#include "fleet_options.hpp"
+#include "front_end.hpp"
 
 namespace fs = std::filesystem;
 
@@ -65,9 +65,7 @@ FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
       "too, and every node's run gated by it");
   app.add_option("--pairs", pairs,
                  "then two-node runs of this distributed config over the healthy nodes, to find a slow link");
-  app.add_option("--history", o.reports.history,
-                 "the results store the fleet run (and every node's session) is recorded in (none: off)");
-  cvs::report::add_output_options(app, o.reports);
+  cvs::fleet::add_report_options(app, o.reports, "fleet run");
   app.parse(argc, argv);
   if (!pairs.empty()) o.pairs_config = fs::absolute(pairs);
   if (!baseline.empty()) o.baseline = fs::absolute(baseline);
@@ -76,9 +74,8 @@ FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
   o.output = output.empty() ? fs::path("cvs-results") / ("jaxmaxtext_fleet-" + cvs::utc_now("%Y%m%d-%H%M%S"))
                             : fs::path(output);
   o.suite_args = app.remaining();
-  o.reports.session_files = false;  // a fleet run's reports are its own
   o.reports.fleet_files = true;
-  if (!o.reports.history.empty()) o.suite_args.insert(o.suite_args.end(), {"--history", o.reports.history});
+  cvs::fleet::pass_history_on(o.reports, o.suite_args);
   return o;
 }
 
@@ -160,7 +157,7 @@ int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
   allocation.release();  // the healthy cluster file asks for a new allocation of the healthy hosts
   const cvs::report::FleetReport fleet{score, nodes, o.policy, pairs ? &*pairs : nullptr, cluster};
   for (const auto& line :
-       cvs::report::run_reporters(cvs::report::reporters(o.reports), {o.output, nullptr, nullptr, &fleet}))
+       cvs::report::run_reporters(cvs::report::reporters(o.reports), {.folder = o.output, .fleet = &fleet}))
     std::cerr << "fleet: " << line << "\n";
   if (score.too_small)
     spdlog::warn(
@@ -187,29 +184,15 @@ int main(int argc, char** argv) {
       "jaxmaxtext_fleet: the single-node suite on every node at once, each node scored against the fleet. "
       "Arguments it does not know pass to every node's jaxmaxtext_single.",
       "jaxmaxtext_fleet"};
-  try {
-    o = parse_options(app, argc, argv);
-    cluster = load_inputs(o);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "jaxmaxtext_fleet: " << e.what() << "\n" << app.help();
-    return 2;
-  } catch (const cvs::ConfigError& e) {
-    for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
-    return 2;
-  }
+  if (auto rc = cvs::fleet::check_at_edge(app, "jaxmaxtext_fleet", [&] {
+        o = parse_options(app, argc, argv);
+        cluster = load_inputs(o);
+      }))
+    return *rc;
   cvs::install_interrupt_handler();  // the fleet scores what it has, releases, writes its outputs
   // Caught once, here, after the stack unwound (a Slurm allocation released on every path).
-  try {
+  return cvs::fleet::run_at_edge("jaxmaxtext_fleet", [&] {
     fs::create_directories(o.output);
     return run_fleet(o, cluster);
-  } catch (const cvs::ConfigError& e) {
-    for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "jaxmaxtext_fleet: " << e.what() << "\n";
-    return 3;
-  }
+  });
 }

@@ -158,26 +158,13 @@ std::string render_certificate_junit(const Certificate& c) {
       tests, failures, skipped, tests, failures, skipped, cases);
 }
 
-std::vector<std::string> write_certificate_files(const std::filesystem::path& dir, const Certificate& c,
-                                                 const Cluster& cluster) {
-  std::vector<std::string> lines;
+void write_certificate_files(const std::filesystem::path& dir, const Certificate& c, const Cluster& cluster) {
   write_file_whole(dir / "certificate.html", render_certificate_html(c));
   write_file_whole(dir / "junit.xml", render_certificate_junit(c));
-  const auto host_of = hosts_by_name(cluster);
-  std::string exclude;
-  for (const auto& e : c.excluded) {
-    const auto it = host_of.find(e.node);
-    exclude += (exclude.empty() ? "--exclude=" : ",") + (it == host_of.end() ? e.node : it->second);
-  }
-  write_file_whole(dir / "slurm_exclude.txt", exclude.empty() ? "" : exclude + "\n");
-  if (!c.certified.empty()) {
-    write_cluster_file_of(dir / "healthy_cluster.json", cluster, c.certified);
-    lines.push_back("healthy cluster " + (dir / "healthy_cluster.json").string());
-  }
-  lines.push_back("certificate " + (dir / "certificate.json").string() + ", " +
-                  (dir / "certificate.html").string());
-  lines.push_back("junit " + (dir / "junit.xml").string());
-  return lines;
+  std::vector<std::string> excluded;
+  for (const auto& e : c.excluded) excluded.push_back(e.node);
+  write_slurm_exclude(dir / "slurm_exclude.txt", hosts_by_name(cluster), excluded);
+  if (!c.certified.empty()) write_cluster_file_of(dir / "healthy_cluster.json", cluster, c.certified);
 }
 
 }  // namespace cvs::report

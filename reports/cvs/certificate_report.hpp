@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/fleet/certificate.hpp"
 
 namespace cvs::report {
 
 std::string render_certificate_html(const Certificate& c);
 std::string render_certificate_junit(const Certificate& c);
-// Writes the four files into `dir`; a line for each written.
-std::vector<std::string> write_certificate_files(const std::filesystem::path& dir, const Certificate& c,
-                                                 const Cluster& cluster);
+// Writes the page, the JUnit file, slurm_exclude.txt and (with certified nodes) healthy_cluster.json
+// into `dir`: the certificate reporter's files (reporters.hpp).
+void write_certificate_files(const std::filesystem::path& dir, const Certificate& c, const Cluster& cluster);
 
 }  // namespace cvs::report

@@ -39,7 +39,8 @@ void ReportListener::OnTestEnd(const ::testing::TestInfo& info) {
 void ReportListener::OnTestProgramEnd(const ::testing::UnitTest&) {
   auto target = source_(records_);
   if (!target) return;
-  const auto lines = run_reporters(reporters(options_), {target->folder, &target->results, nullptr});
+  const auto lines =
+      run_reporters(reporters(options_), {.folder = target->folder, .results = &target->results});
   status_ = target->results.status();
   std::fprintf(stderr, "\ncvs: %s: %s\n", target->results.suite.c_str(), to_string(*status_).c_str());
   for (const auto& l : lines) std::fprintf(stderr, "cvs: %s\n", l.c_str());

@@ -1,5 +1,5 @@
-// `--summary-md FILE`: a session or fleet run in Markdown, for a CI job's summary page (GitHub's
-// $GITHUB_STEP_SUMMARY, a Jenkins description, a merge request comment): the verdict first, every
+// `--summary-md FILE`: a session, fleet run or certification in Markdown, for a CI job's summary page
+// (GitHub's $GITHUB_STEP_SUMMARY, a Jenkins description, a merge request comment): the verdict first, every
 // gate that did not pass with its interval and words, the stages' counts, and links to the files.
 #include <fmt/format.h>
 
@@ -15,16 +15,7 @@ namespace {
 
 // A table cell: no newline, no unescaped pipe.
 std::string cell(const std::string& s) {
-  std::string o;
-  for (const char c : s) {
-    if (c == '\n' || c == '\r')
-      o += ' ';
-    else if (c == '|')
-      o += "\\|";
-    else
-      o += c;
-  }
-  return o;
+  return escape_chars(s, {{'\n', " "}, {'\r', " "}, {'|', "\\|"}});
 }
 
 bool not_passed(Outcome o) {
@@ -91,6 +82,42 @@ std::string fleet_markdown(const FleetReport& f, const std::string& folder) {
   return md;
 }
 
+std::string pct_cell(const std::optional<double>& v) {
+  return v ? fmt::format("{:.1f}", *v) : "-";
+}
+
+std::string certification_markdown(const Certificate& c, const std::string& folder) {
+  std::string md =
+      fmt::format("## jaxmaxtext_certify: **{}**\n\n{}\n\n", to_string(c.verdict), cell(c.verdict_reason));
+  std::string names;
+  for (const auto& n : c.certified) names += (names.empty() ? "`" : ", `") + n + "`";
+  md += fmt::format("Certified: {}.\n\n", names.empty() ? "none" : names);
+  md += "| Tier | Outcome | Summary |\n|---|---|---|\n";
+  for (const auto& t : c.tiers)
+    md += fmt::format("| {} | **{}** | {} |\n", to_string(t.kind),
+                      t.state == TierState::Decided ? to_string(t.outcome, "?") : to_string(t.state),
+                      cell(t.summary.empty() ? t.why_not_run : t.summary));
+  if (!c.excluded.empty()) {
+    md += "\n| Excluded node | Tier | Why |\n|---|---|---|\n";
+    for (const auto& x : c.excluded)
+      md += fmt::format("| {} | {} | {} |\n", x.node, x.tier, cell(x.evidence));
+  }
+  if (const auto* scale = c.tier(TierKind::Scale); scale && !scale->rungs.empty()) {
+    md += "\n| Nodes | Efficiency % | Interval | Bound % | Verdict |\n|---|---|---|---|---|\n";
+    for (const auto& r : scale->rungs)
+      md += fmt::format("| {} | {} | {} | {:.1f} | {} |\n", r.nodes, pct_cell(r.efficiency_pct),
+                        r.efficiency_lo_pct && r.efficiency_hi_pct
+                            ? "[" + pct_cell(r.efficiency_lo_pct) + ", " + pct_cell(r.efficiency_hi_pct) + "]"
+                            : "-",
+                        r.bound_pct, to_string(r.verdict));
+  }
+  md += fmt::format(
+      "\nFiles: [certificate.html]({0}/certificate.html) · [certificate.json]({0}/certificate.json) · "
+      "[slurm_exclude.txt]({0}/slurm_exclude.txt)\n",
+      folder);
+  return md;
+}
+
 class MarkdownSummaryReporter : public Reporter {
  public:
   explicit MarkdownSummaryReporter(std::string file) : file_(std::move(file)) {}
@@ -102,7 +129,9 @@ class MarkdownSummaryReporter : public Reporter {
                                          std::filesystem::absolute(file_).parent_path(), ec);
     const std::string folder =
         ec || rel.empty() ? std::filesystem::absolute(c.folder).string() : rel.string();
-    if (c.fleet)
+    if (c.certification)
+      write_file_whole(file_, certification_markdown(c.certification->certificate, folder));
+    else if (c.fleet)
       write_file_whole(file_, fleet_markdown(*c.fleet, folder));
     else if (c.results)
       write_file_whole(file_, session_markdown(*c.results, folder));

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "cvs/base/text.hpp"
+#include "cvs/certificate_report.hpp"
 #include "cvs/fleet_report.hpp"
 #include "cvs/history/openmetrics.hpp"
 #include "cvs/html_report.hpp"
@@ -34,7 +35,9 @@ std::string one_line(const std::string& s) {
 const history::SessionEntry& entry_of(const ReportContext& c) {
   if (c.entry) return *c.entry;
   if (!c.built_entry) {
-    if (c.fleet)
+    if (c.certification)
+      c.built_entry = history::entry_of_certificate(c.certification->certificate, c.folder);
+    else if (c.fleet)
       c.built_entry = history::entry_of_fleet(c.folder);
     else if (c.results)
       c.built_entry = history::entry_of_session(*c.results, c.folder.string());
@@ -127,6 +130,19 @@ class FleetHtmlReporter : public Reporter {
   }
 };
 
+// A certification's files beside its certificate.json (certificate_report.hpp).
+class CertificateFilesReporter : public Reporter {
+ public:
+  std::string name() const override { return "certificate"; }
+  bool essential() const override { return true; }
+  std::string write(const ReportContext& c) override {
+    if (!c.certification) return "";
+    write_certificate_files(c.folder, c.certification->certificate, c.certification->cluster);
+    return (c.folder / "certificate.html").string() + " (and certificate.json, junit.xml, slurm_exclude.txt" +
+           (c.certification->certificate.certified.empty() ? "" : ", healthy_cluster.json") + ")";
+  }
+};
+
 class OpenMetricsReporter : public Reporter {
  public:
   explicit OpenMetricsReporter(std::string file) : file_(std::move(file)) {}
@@ -182,6 +198,7 @@ std::vector<std::unique_ptr<Reporter>> reporters(const ReporterOptions& o) {
     v.push_back(std::make_unique<FleetJunitReporter>());
     v.push_back(std::make_unique<FleetHtmlReporter>());
   }
+  if (o.certify_files) v.push_back(std::make_unique<CertificateFilesReporter>());
   for (const auto& opt : output_options())
     if (const auto it = o.outputs.find(opt.flag); it != o.outputs.end() && !it->second.empty())
       v.push_back(opt.make(it->second));

@@ -1,10 +1,11 @@
 // Every output is a reporter behind one interface, built from typed results: a session's
 // results.json, report.html and JUnit file (gtest writes it; its reporter marks the ERROR stages,
 // junit_errors.hpp); a fleet run's files (fleet.json, suspect_nodes.txt, healthy_nodes.txt,
-// slurm_exclude.txt, healthy_cluster.json), its JUnit file and fleet.html; and for both the
-// OpenMetrics textfile, the Pushgateway push and the results history. The suites, `cvs report`
-// and fleet mode loop over the same list (reporters()); a new format is one class in
-// reporters.cpp and one line in reporters().
+// slurm_exclude.txt, healthy_cluster.json), its JUnit file and fleet.html; a certification's
+// certificate.html, JUnit, slurm_exclude.txt and healthy_cluster.json; and for each of these (and a
+// calibration) the OpenMetrics textfile, the Pushgateway push, the Markdown summary and the results
+// history. The suites, `cvs report`, fleet mode, certify and calibrate loop over the same list
+// (reporters()); a new format is one class and one line in reporters() or output_options().
 #pragma once
 
 #include <filesystem>
@@ -14,7 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
+#include "cvs/fleet/certificate.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet/fleet_pairs.hpp"
 #include "cvs/history/store.hpp"
@@ -35,12 +37,20 @@ struct FleetReport {
   const Cluster& cluster;
 };
 
-// What a reporter writes from: a session (results) or a fleet run.
+// A certification (cvs certify): its certificate and the cluster file it certified.
+struct CertificationReport {
+  const Certificate& certificate;
+  const Cluster& cluster;
+};
+
+// What a reporter writes from: a session (results), a fleet run or a certification; or only an
+// entry (a calibration: the history and the metrics exports).
 struct ReportContext {
   std::filesystem::path folder;
   const Results* results = nullptr;              // a suite session
   const history::SessionEntry* entry = nullptr;  // given: what the history and metrics exports take
   const FleetReport* fleet = nullptr;            // a fleet run (its entry is read from its files)
+  const CertificationReport* certification = nullptr;
   // The entry once built (a fleet's reads every node's results.json): the history, OpenMetrics and
   // Pushgateway reporters share it.
   mutable std::optional<history::SessionEntry> built_entry{};
@@ -58,11 +68,12 @@ class Reporter {
 };
 
 struct ReporterOptions {
-  bool session_files = true;  // results.json and report.html (a session; not cvs report's re-render)
-  bool fleet_files = false;   // a fleet run's files, JUnit and fleet.html
-  std::string html;           // report.html elsewhere ("": <folder>/report.html)
-  std::string junit;          // the session's JUnit file, whose ERROR stages get <error> ("": none)
-  std::string history;        // --history SPEC ("none": off; "": $CVS_HISTORY or the default store)
+  bool session_files = true;   // results.json and report.html (a session; not cvs report's re-render)
+  bool fleet_files = false;    // a fleet run's files, JUnit and fleet.html
+  bool certify_files = false;  // a certification's page, JUnit, exclude and healthy cluster files
+  std::string html;            // report.html elsewhere ("": <folder>/report.html)
+  std::string junit;           // the session's JUnit file, whose ERROR stages get <error> ("": none)
+  std::string history;         // --history SPEC ("none": off; "": $CVS_HISTORY or the default store)
   bool record_history = true;
   // The outputs asked for by an option, by its flag ("--openmetrics" -> FILE): output_options().
   std::map<std::string, std::string> outputs;

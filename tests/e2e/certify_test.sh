@@ -8,11 +8,14 @@
 # doubling is 1 % here (--scaling-per-doubling-pct 1; 90 on a real cluster).
 #  1. Healthy, interrupted by Ctrl-C once the nodes tier is decided (exit 1, the certificate says
 #     which tiers did not run), then --resume: all four certified, every tier PASS, the ladder 1, 2,
-#     4 with efficiency intervals, every output written, exit 0, and no decided tier run again.
+#     4 with efficiency intervals, every output written, exit 0, and no decided tier run again. Both
+#     are in the results history (--history at the start; the resume records where the start did):
+#     INCONCLUSIVE, then PASS with every host certified.
 #  2. ns-b's CPU capped (its sshd's cgroup, 30 % of one CPU) and ns-d's link limited (tc tbf,
 #     100 Mbit/s): exactly those two excluded, ns-b by the nodes tier (slow again when run once
 #     more) and ns-d by the links tier, with their evidence; ns-a and ns-c certified (--min-nodes
-#     2), the ladder on them; exit 0. The exclude line, the healthy cluster file, JUnit and the page.
+#     2), the ladder on them; exit 0. The exclude line, the healthy cluster file, JUnit, the page and
+#     the Markdown summary (--summary-md).
 #     (Two healthy nodes, not three: the tiny model's FSDP cannot shard over three processes, so a
 #     3-node full-scale rung ends in JAX's IndivisibleError.)
 #  3. --budget-minutes the preflight alone uses up: the later tiers not run, with the reason; exit 1.
@@ -85,7 +88,7 @@ PY
 # 1. Healthy, interrupted by Ctrl-C once the nodes tier is decided, then --resume: the resumed
 # certification is the healthy one (all four certified, every tier PASS, every output: the same
 # check_outputs an uninterrupted run met; one certification fewer for CI's 2 cores).
-"$certify" "${args[@]}" --output "$out/resumed" >"$out/interrupted.log" 2>&1 &
+"$certify" "${args[@]}" --history "$out/history.sqlite" --output "$out/resumed" >"$out/interrupted.log" 2>&1 &
 pid=$!
 for _ in $(seq 1200); do
   if python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); sys.exit(0 if c["tiers"][1]["state"]=="decided" else 1)' \
@@ -112,6 +115,20 @@ grep -q "preflight tier already decided" "$out/resume.log" || fail "resume ran t
 grep -q "nodes tier already decided" "$out/resume.log" || fail "resume ran the nodes tier again"
 [[ ! -e $out/resumed/preflight-2 && ! -e $out/resumed/nodes-2 ]] || fail "a decided tier ran twice: $(ls "$out/resumed")"
 check_outputs "$out/resumed" ns-a,ns-b,ns-c,ns-d '{}' || fail "resumed outputs"
+python3 - "$out/history.sqlite" <<'PY' || fail "the certifications in the history"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+runs = db.execute("SELECT id, status FROM sessions WHERE kind = 'certify' ORDER BY finished_at").fetchall()
+assert [s for _, s in runs] == ["INCONCLUSIVE", "PASS"], runs
+nodes = db.execute("SELECT node, outcome, suspect FROM nodes WHERE session_id = ? ORDER BY node", (runs[1][0],)).fetchall()
+assert nodes == [(n, "PASS", 0) for n in ("ns-a", "ns-b", "ns-c", "ns-d")], nodes
+rungs = db.execute("SELECT sweep FROM metrics WHERE session_id = ? AND metric = 'scaling_efficiency_pct' ORDER BY sweep",
+                   (runs[1][0],)).fetchall()
+assert [r for (r,) in rungs] == ["rung-1", "rung-2", "rung-4"], rungs
+suites = db.execute("SELECT count(*) FROM sessions WHERE kind = 'suite'").fetchone()[0]
+assert suites > 0, "the suite runs record in the certification's store"
+print(f"history: the interrupted and the resumed certification, {suites} suite session(s)")
+PY
 echo "resumed: all four certified, no decided tier run again"
 
 # 2. ns-b's CPU capped, ns-d's link limited.
@@ -123,7 +140,7 @@ trap cleanup EXIT
 cap_netns_cpu cvs-b cvs-certify-slow 30
 ip netns exec cvs-d tc qdisc add dev cvs0 root tbf rate 100mbit burst 64kb latency 200ms
 rc=0
-"$certify" "${args[@]}" --min-nodes 2 --output "$out/degraded" >"$out/degraded.log" 2>&1 || rc=$?
+"$certify" "${args[@]}" --min-nodes 2 --output "$out/degraded" --summary-md "$out/degraded.md" >"$out/degraded.log" 2>&1 || rc=$?
 cleanup
 [[ $rc -eq 0 ]] || { tail -30 "$out/degraded.log"; fail "degraded: exit $rc, expected 0 (--min-nodes 2)"; }
 check_outputs "$out/degraded" ns-a,ns-c '{"ns-b": "nodes", "ns-d": "links"}' || { tail -20 "$out/degraded.log"; fail "degraded outputs"; }
@@ -138,6 +155,9 @@ nodes = next(t for t in c["tiers"] if t["tier"] == "nodes")
 assert nodes["reruns"] == ["ns-b"], nodes["reruns"]
 links = next(t for t in c["tiers"] if t["tier"] == "links")
 assert "ns-b" not in links["nodes_in"] and len(links["nodes_in"]) == 3, links["nodes_in"]
+md = open(sys.argv[1] + "/../degraded.md").read()
+assert md.startswith("## jaxmaxtext_certify: **CERTIFIED**") and "Certified: `ns-a`, `ns-c`." in md, md[:300]
+assert "| ns-b | nodes |" in md and "| ns-d | links |" in md and "(degraded/certificate.html)" in md, md
 PY
 echo "degraded: ns-b and ns-d excluded with their evidence, ns-a and ns-c certified"
 

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cvs/config/cluster.hpp"
 #include "cvs/config/maxtext_yaml.hpp"
-#include "cvs/exec/cluster.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
 #include "e2e/cpu_policy.hpp"

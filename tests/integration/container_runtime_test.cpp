@@ -8,8 +8,8 @@
 
 #include <cstdlib>
 
+#include "cvs/config/cluster.hpp"
 #include "cvs/config/config_error.hpp"
-#include "cvs/exec/cluster.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
 

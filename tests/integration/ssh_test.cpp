@@ -8,8 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cvs/config/cluster.hpp"
 #include "cvs/config/maxtext_yaml.hpp"
-#include "cvs/exec/cluster.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/transport.hpp"
 #include "e2e/cpu_policy.hpp"

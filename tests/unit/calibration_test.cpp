@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "cvs/base/sha256.hpp"
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/results/results_file.hpp"
 #include "cvs/verdicts/calibration.hpp"
 #include "test_helpers.hpp"

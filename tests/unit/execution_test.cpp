@@ -7,7 +7,7 @@
 #include <fstream>
 #include <thread>
 
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/node_agent.hpp"
 #include "cvs/exec/process.hpp"

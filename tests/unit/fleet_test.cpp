@@ -8,8 +8,8 @@
 
 #include <unistd.h>
 
+#include "cvs/config/cluster.hpp"
 #include "cvs/config/config_error.hpp"
-#include "cvs/exec/cluster.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet_report.hpp"
 #include "cvs/history/store.hpp"

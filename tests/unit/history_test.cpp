@@ -273,3 +273,75 @@ TEST(HistoryStore, TheTrendPageRefusesAnExistingFile) {
   EXPECT_EQ(cvs::test::read_file(page), "someone's page");
   EXPECT_FALSE(first.empty());
 }
+
+// A real certification (the certify e2e's degraded run: ns-b excluded by the nodes tier, ns-d by the
+// links tier, two rungs) in the history: one session of kind certify, each host's ledger in the
+// tier's words, the ladder's rungs as metrics; a resumed certification (same start, a later end) is
+// a session of its own; its OpenMetrics text says the certified count and the excluded nodes; the
+// Markdown summary of its certificate.json says the verdict, the exclusions and the ladder.
+TEST(HistoryStore, ACertificationIsRecordedWithItsExclusionsAndLadder) {
+  TempDir t;
+  const auto store = t.p / "h.sqlite";
+  const auto folder = t.p / "certify-1";
+  fs::create_directories(folder);
+  auto cert = cvs::test::read_json(cvs::test::data("results/certify_degraded/certificate.json"));
+  std::ofstream(folder / "certificate.json") << cert.dump(2);
+  auto p = cvs_history(store, "ingest " + folder.string());
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("1 recorded, 0 already there"), std::string::npos) << p.out;
+  p = cvs_history(store, "ingest " + folder.string());
+  EXPECT_NE(p.out.find("0 recorded, 1 already there"), std::string::npos) << p.out;
+  auto s = cvs::history::Store::open(store.string());
+  const auto sessions = s->sessions("", "", "");
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].kind, "certify");
+  EXPECT_EQ(sessions[0].status, cvs::Outcome::Pass) << "CERTIFIED";
+  EXPECT_EQ(sessions[0].nodes, 4);
+  const auto b = s->ledger("ns-b");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].outcome, cvs::Outcome::Fail);
+  EXPECT_TRUE(b[0].suspect);
+  EXPECT_EQ(b[0].evidence.rfind("nodes: ", 0), 0u) << b[0].evidence;
+  EXPECT_NE(b[0].evidence.find("PSI cpu some 79 %"), std::string::npos) << b[0].evidence;
+  EXPECT_NE(s->ledger("ns-d")[0].evidence.find("links: pairs: every two-node run with it was slow"),
+            std::string::npos);
+  EXPECT_EQ(s->ledger("ns-a")[0].outcome, cvs::Outcome::Pass);
+  EXPECT_FALSE(s->ledger("ns-a")[0].suspect);
+
+  const auto e = cvs::history::entry_of_folder(folder);
+  bool rung2 = false;
+  for (const auto& m : e.metrics)
+    if (m.sweep == "rung-2" && m.metric == "scaling_efficiency_pct") {
+      rung2 = true;
+      EXPECT_NEAR(*m.estimate, 21.7068, 1e-3);
+      EXPECT_NEAR(*m.lo, 18.4456, 1e-3);
+      EXPECT_NEAR(*m.hi, 25.4362, 1e-3);
+      EXPECT_EQ(m.outcome, cvs::Outcome::Pass);
+    }
+  EXPECT_TRUE(rung2) << "the 2-node rung's efficiency is a metric of the session";
+  const auto text = cvs::history::openmetrics_text(e);
+  EXPECT_NE(text.find("cvs_maxtext_certified_nodes{suite=\"jaxmaxtext_certify\""), std::string::npos) << text;
+  EXPECT_NE(text.find("} 2\n"), std::string::npos) << "two nodes certified\n" << text;
+  EXPECT_NE(text.find("node=\"ns-d\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cvs_maxtext_scaling_efficiency_ratio_low{"), std::string::npos) << text;
+
+  // Resumed: the same start, a later end and verdict; recorded beside the first.
+  cert["ended_at"] = "2026-12-04T13:10:00Z";
+  const auto resumed = t.p / "certify-1-resumed";
+  fs::create_directories(resumed);
+  std::ofstream(resumed / "certificate.json") << cert.dump(2);
+  p = cvs_history(store, "ingest " + resumed.string());
+  EXPECT_NE(p.out.find("1 recorded, 0 already there"), std::string::npos) << p.out;
+
+  const auto md = t.p / "summary.md";
+  p = cvs::test::run_command(std::string(CVS_BINARY) + " report " + (folder / "certificate.json").string() +
+                             " --out " + (t.p / "c.html").string() + " --summary-md " + md.string());
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  const auto summary = cvs::test::read_file(md);
+  EXPECT_NE(summary.find("## jaxmaxtext_certify: **CERTIFIED**"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("| ns-b | nodes | BS=2,PRECISION=BF16,SL=128 step_time_p50_ms"), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("| 2 | 21.7 | [18.4, 25.4] | 1.0 | PASS |"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("Certified: `ns-a`, `ns-c`."), std::string::npos) << summary;
+  EXPECT_NE(summary.find("[certificate.html](certify-1/certificate.html)"), std::string::npos) << summary;
+}

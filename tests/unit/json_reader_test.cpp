@@ -2,9 +2,11 @@
 // read that takes it, and every other key of the object is reported with a "did you mean".
 #include <gtest/gtest.h>
 
+#include "cvs/config/cluster.hpp"
 #include "cvs/config/config.hpp"
+#include "cvs/config/config_error.hpp"
+#include "cvs/config/json_fields.hpp"
 #include "cvs/config/json_reader.hpp"
-#include "cvs/exec/cluster.hpp"
 #include "test_helpers.hpp"
 
 using cvs::test::has_issue;
@@ -122,4 +124,63 @@ TEST(JsonReader, TheClusterFileSaysAPortsRangeAndASchedulersWords) {
   const auto slurm = issues_of_cluster(R"({"scheduler": "slurm", "slurm": {"nodes": 2}, "head": "x"})");
   EXPECT_TRUE(slurm.empty()) << slurm.size()
                              << " issue(s), first: " << (slurm.empty() ? "" : slurm[0].to_string());
+}
+
+// One field list drives the writer and the reader (config/json_fields.hpp): a round trip keeps every
+// member; an optional field absent keeps the struct's default and an optional figure with no value
+// is left out; a required field missing or mistyped is a ConfigError at its JSON pointer.
+namespace {
+struct Probe {
+  std::string name;
+  long long steps = 0;
+  bool ok = false;
+  double seconds = 0;
+  std::vector<std::string> args;
+  std::optional<double> figure, spare;
+  double confidence = 0.95;
+};
+constexpr auto kProbeFields = std::make_tuple(
+    cvs::field("name", &Probe::name), cvs::field("steps", &Probe::steps), cvs::field("ok", &Probe::ok),
+    cvs::field("seconds", &Probe::seconds), cvs::field("args", &Probe::args),
+    cvs::field("figure", &Probe::figure), cvs::optional_field("spare", &Probe::spare),
+    cvs::optional_field("confidence", &Probe::confidence));
+}  // namespace
+
+TEST(JsonFields, OneListWritesAndReadsARecord) {
+  const Probe p{"n1", 60, true, 1.5, {"--x", "1"}, std::nullopt, std::nullopt, 0.9};
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  cvs::write_fields(j, p, kProbeFields);
+  EXPECT_TRUE(j["figure"].is_null()) << "a required figure with no value is null";
+  EXPECT_FALSE(j.contains("spare")) << "an optional one is left out";
+  const std::string file = "probe.json";
+  Probe back;
+  cvs::read_fields(cvs::JsonIn(j, "/probe", file, "write it again"), back, kProbeFields);
+  EXPECT_EQ(back.name, "n1");
+  EXPECT_EQ(back.steps, 60);
+  EXPECT_TRUE(back.ok);
+  EXPECT_EQ(back.args, (std::vector<std::string>{"--x", "1"}));
+  EXPECT_FALSE(back.figure);
+  EXPECT_DOUBLE_EQ(back.confidence, 0.9);
+
+  j.erase("confidence");  // an older record: the default
+  Probe old;
+  cvs::read_fields(cvs::JsonIn(j, "/probe", file, "write it again"), old, kProbeFields);
+  EXPECT_DOUBLE_EQ(old.confidence, 0.95);
+
+  j["steps"] = "sixty";
+  try {
+    Probe bad;
+    cvs::read_fields(cvs::JsonIn(j, "/probe", file, "write it again"), bad, kProbeFields);
+    FAIL() << "read a string as steps";
+  } catch (const cvs::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/probe/steps"), std::string::npos) << e.what();
+  }
+  j.erase("steps");
+  try {
+    Probe bad;
+    cvs::read_fields(cvs::JsonIn(j, "/probe", file, "write it again"), bad, kProbeFields);
+    FAIL() << "read a record without its required steps";
+  } catch (const cvs::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/probe/steps"), std::string::npos) << e.what();
+  }
 }

@@ -9,8 +9,9 @@
 
 #include "commands.hpp"
 #include "cvs/base/utc_time.hpp"
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/history/store.hpp"
+#include "cvs/reporters.hpp"
 #include "cvs/results/results_file.hpp"
 #include "cvs/verdicts/calibration.hpp"
 
@@ -101,18 +102,21 @@ void write_calibration(const fs::path& dest, const ordered_json& file) {
   std::cout << fs::absolute(dest).string() << "\n";
 }
 
-// Remembered in the results history, as every session is; a store that fails changes nothing here.
-void record_calibration(const std::string& history_spec, const fs::path& dest,
+// Remembered in the results history, as every session is, and exported as asked (--openmetrics,
+// --pushgateway): through the reporters; one that fails changes nothing here.
+void report_calibration(const report::ReporterOptions& reports, const fs::path& dest,
                         const std::vector<Results>& results) {
+  history::SessionEntry entry;
   try {
-    if (auto store = history::Store::open(history_spec))
-      std::cerr << "cvs calibrate: history " << store->where()
-                << (store->record(history::entry_of_calibration(dest, results)) ? "" : " (already recorded)")
-                << "\n";
+    entry = history::entry_of_calibration(dest, results);
   } catch (const std::exception& e) {
     std::cerr << "cvs calibrate: history not written: " << e.what()
               << " (the calibration file is complete)\n";
+    return;
   }
+  for (const auto& line :
+       report::run_reporters(report::reporters(reports), {.folder = dest.parent_path(), .entry = &entry}))
+    std::cerr << "cvs calibrate: " << line << "\n";
 }
 
 // `cvs calibrate --config FILE [--cluster FILE] [--repeats N | --from RESULTS.json...] [--out FILE]`:
@@ -124,7 +128,9 @@ int cmd_calibrate(const Args& args) {
       "threshold file whose speed gates derive from what was measured (rule: "
       "lib/cvs/verdicts/calibration.hpp)",
       "cvs calibrate"};
-  std::string config, cluster, out, work, history_spec;
+  std::string config, cluster, out, work;
+  report::ReporterOptions reports;  // the history record and the exports
+  reports.session_files = false;
   int repeats = 3;
   CalibrationRule rule;
   std::vector<std::string> suite_args, from;
@@ -142,8 +148,9 @@ int cmd_calibrate(const Args& args) {
   app.add_option("--from", from,
                  "results.json of sessions already run with this config on a known-good node or cluster "
                  "(at least 3): calibrate on them instead of running repeats");
-  app.add_option("--history", history_spec,
+  app.add_option("--history", reports.history,
                  "the results store (default: $CVS_HISTORY, else the default SQLite file; none: off)");
+  report::add_output_options(app, reports);
   app.add_option("--work-dir", work, "where the repeats' reports go (default: cvs-results/calibrate-<time>)");
   app.add_option("suite_args", suite_args, "after --: passed to the suite (e.g. --poll-interval-s 1)");
   std::vector<std::string> rev(args.rbegin(), args.rend());
@@ -182,7 +189,7 @@ int cmd_calibrate(const Args& args) {
       std::cerr << "cvs calibrate: not calibrated: " << sweep << " " << metric << ": "
                 << why.get<std::string>() << " (its gate stays as the base file has it)\n";
   write_calibration(dest, file);
-  record_calibration(history_spec, dest, *results);
+  report_calibration(reports, dest, *results);
   return kExitOk;
 }
 

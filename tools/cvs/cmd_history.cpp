@@ -205,7 +205,8 @@ int cmd_history(const Args& args) {
   tr->add_option("--out", out, "an HTML page of the trend");
   tr->add_flag("--json", json);
   auto* in = app.add_subcommand(
-      "ingest", "record existing result folders (a session, a fleet run, a calibration file)");
+      "ingest",
+      "record existing result folders (a session, a fleet run, a certification, a calibration file)");
   in->add_option("paths", paths)->required()->check(CLI::ExistingPath);
   auto* ex = app.add_subcommand("export", "the newest session of each config and cluster as OpenMetrics");
   ex->add_option("--openmetrics", openmetrics, "write to FILE");

@@ -4,6 +4,7 @@
 
 #include "cli_parse.hpp"
 #include "commands.hpp"
+#include "cvs/base/text.hpp"
 #include "cvs/certificate_report.hpp"
 #include "cvs/fleet/certificate.hpp"
 #include "cvs/html_report.hpp"
@@ -14,8 +15,9 @@ namespace cvs::cli {
 
 namespace {
 
-// A certification's page from its certificate.json (cvs certify).
-int render_certificate(const std::string& file, const std::string& out) {
+// A certification's page from its certificate.json (cvs certify), and the outputs asked for
+// (--summary-md, --openmetrics, --pushgateway) through the reporters.
+int render_certificate(const std::string& file, const std::string& out, const report::ReporterOptions& o) {
   nlohmann::ordered_json j;
   try {
     std::ifstream in(file);
@@ -27,13 +29,18 @@ int render_certificate(const std::string& file, const std::string& out) {
   const auto html = report::render_certificate_html(c);
   if (out.empty()) {
     std::cout << html;
-    return kExitOk;
-  }
-  if (std::filesystem::exists(out)) {
+  } else if (std::filesystem::exists(out)) {
     std::cerr << "error: " << out << " exists: a report is never overwritten (pass a new --out)\n";
     return kExitUsage;
+  } else {
+    write_file_whole(out, html);
   }
-  std::ofstream(out) << html;
+  const Cluster none;  // the certificate's own files are not re-written here
+  const report::CertificationReport made{c, none};
+  for (const auto& line :
+       report::run_reporters(report::reporters(o),
+                             {.folder = std::filesystem::path(file).parent_path(), .certification = &made}))
+    std::cerr << "cvs report: " << line << "\n";
   return kExitOk;
 }
 
@@ -53,7 +60,7 @@ int cmd_report(const Args& args) {
   app.add_option("--out", out, "the HTML file to write (default: standard output)");
   report::add_output_options(app, o);
   if (auto rc = parse_cli(app, args)) return *rc;
-  if (std::filesystem::path(file).filename() == "certificate.json") return render_certificate(file, out);
+  if (std::filesystem::path(file).filename() == "certificate.json") return render_certificate(file, out, o);
   const auto results = read_results(file);
   if (out.empty()) {
     std::cout << report::render_html(results);
@@ -61,7 +68,7 @@ int cmd_report(const Args& args) {
     o.html = out;
   }
   for (const auto& line : report::run_reporters(
-           report::reporters(o), {std::filesystem::path(file).parent_path(), &results, nullptr}))
+           report::reporters(o), {.folder = std::filesystem::path(file).parent_path(), .results = &results}))
     std::cerr << "cvs report: " << line << "\n";
   return kExitOk;
 }

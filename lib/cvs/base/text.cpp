@@ -1,5 +1,6 @@
 #include "cvs/base/text.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -7,31 +8,21 @@
 
 namespace cvs {
 
-std::string html_escape(const std::string& s) {
+std::string escape_chars(std::string_view s, std::initializer_list<CharEscape> table) {
   std::string o;
   o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&#39;";
-        break;
-      default:
-        o += c;
-    }
+  for (const char c : s) {
+    const auto* e = std::find_if(table.begin(), table.end(), [c](const CharEscape& x) { return x.c == c; });
+    if (e == table.end())
+      o += c;
+    else
+      o += e->as;
   }
   return o;
+}
+
+std::string html_escape(const std::string& s) {
+  return escape_chars(s, {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}});
 }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {

@@ -3,10 +3,20 @@
 #pragma once
 
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
 namespace cvs {
+
+// One character and the text that stands for it in an escaped string.
+struct CharEscape {
+  char c;
+  std::string_view as;
+};
+// `s` with each character the table names replaced by its text (the others as they are): the one
+// loop behind HTML entities, JSON pointer tokens, OpenMetrics label values and Markdown cells.
+std::string escape_chars(std::string_view s, std::initializer_list<CharEscape> table);
 
 // & < > " ' as entities: safe in element text and in quoted attributes.
 std::string html_escape(const std::string& s);

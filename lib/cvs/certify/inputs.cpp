@@ -7,8 +7,8 @@
 #include "cvs/base/format.hpp"
 #include "cvs/base/sha256.hpp"
 #include "cvs/base/utc_time.hpp"
+#include "cvs/certify/suite_runs.hpp"
 #include "cvs/config/config_error.hpp"
-#include "cvs/exec/suite_runs.hpp"
 
 namespace fs = std::filesystem;
 using J = nlohmann::ordered_json;

@@ -1,13 +1,13 @@
 // The seam between certify's tiers and the processes they start: the tiers decide, a SuiteRunner
-// runs. ProcessRunner runs the suite executables (exec/suite_runs.hpp); a unit test fakes the
+// runs. ProcessRunner runs the suite executables (certify/suite_runs.hpp); a unit test fakes the
 // interface to drive every tier's policy without a process (tests/unit/certify_tiers_test.cpp).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "cvs/exec/cluster.hpp"
-#include "cvs/exec/suite_runs.hpp"
+#include "cvs/certify/suite_runs.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet/fleet_pairs.hpp"
 

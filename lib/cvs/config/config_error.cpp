@@ -1,5 +1,7 @@
 #include "cvs/config/config_error.hpp"
 
+#include "cvs/base/text.hpp"
+
 namespace cvs {
 namespace {
 std::string summarize(const std::vector<ConfigIssue>& issues) {
@@ -38,17 +40,7 @@ void IssueList::throw_if_any() const {
 }
 
 std::string pointer_token(const std::string& key) {
-  std::string out;
-  out.reserve(key.size());
-  for (char c : key) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
+  return escape_chars(key, {{'~', "~0"}, {'/', "~1"}});  // RFC 6901
 }
 
 std::string pointer_join(const std::string& parent, const std::string& key) {

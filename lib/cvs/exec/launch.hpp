@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cvs/config/cluster.hpp"
 #include "cvs/config/config.hpp"
-#include "cvs/exec/cluster.hpp"
 #include "cvs/exec/node_stream.hpp"
 #include "cvs/exec/runtime.hpp"
 #include "cvs/exec/transport.hpp"

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/exec/runtime.hpp"
 #include "cvs/exec/transport.hpp"
 

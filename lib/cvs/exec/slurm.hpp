@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
 
 namespace cvs {
 

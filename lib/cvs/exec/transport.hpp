@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/exec/process.hpp"
 
 namespace cvs {

@@ -2,6 +2,7 @@
 
 #include "cvs/base/enum_names.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/json_fields.hpp"
 #include "cvs/config/json_in.hpp"
 
 #include <fmt/format.h>
@@ -27,9 +28,6 @@ constexpr EnumWord<Verdict> kVerdictNames[] = {{Verdict::Certified, "CERTIFIED"}
                                                {Verdict::Incomplete, "INCOMPLETE"},
                                                {Verdict::Error, "ERROR"}};
 
-J opt(const std::optional<double>& v) {
-  return v ? J(*v) : J(nullptr);
-}
 constexpr const char* kFix = "pass a certificate.json that cvs certify wrote, or start a new certification";
 
 // [lo, hi], or nullopt for null.
@@ -48,73 +46,71 @@ std::optional<Outcome> outcome_at(const JsonIn& in, const char* k) {
   return o;
 }
 
+constexpr auto kExclusionFields =
+    std::make_tuple(field("node", &Exclusion::node), field("tier", &Exclusion::tier),
+                    field("evidence", &Exclusion::evidence));
+
 J exclusions_json(const std::vector<Exclusion>& v) {
   J a = J::array();
-  for (const auto& e : v) a.push_back({{"node", e.node}, {"tier", e.tier}, {"evidence", e.evidence}});
+  for (const auto& e : v) write_fields(a.emplace_back(J::object()), e, kExclusionFields);
   return a;
 }
 std::vector<Exclusion> exclusions_from(const JsonIn& in, const char* k) {
   std::vector<Exclusion> v;
-  in.at(k);
-  for (std::size_t i = 0; i < in.array(k).size(); ++i) {
-    const JsonIn e = in.element(k, i);
-    v.push_back({e.req_str("node"), e.req_str("tier"), e.req_str("evidence")});
-  }
+  for (std::size_t i = 0; i < in.array(k).size(); ++i)
+    read_fields(in.element(k, i), v.emplace_back(), kExclusionFields);
   return v;
 }
 
+// A rung's plain fields; its outcomes and intervals are written beside them.
+constexpr auto kRungFields = std::make_tuple(
+    field("nodes", &Rung::nodes), field("failure", &Rung::failure), field("sweep", &Rung::sweep),
+    field("tokens_per_sec_per_gpu", &Rung::tok_s_per_gpu), field("efficiency_pct", &Rung::efficiency_pct),
+    field("bound_pct", &Rung::bound_pct), field("seconds", &Rung::seconds), field("steps", &Rung::steps));
+
+J interval_json(const std::optional<double>& lo, const std::optional<double>& hi) {
+  return lo && hi ? J::array({*lo, *hi}) : J(nullptr);
+}
+
 J rung_json(const Rung& r) {
-  J j = {{"nodes", r.nodes},
-         {"status", to_string(r.status, "")},
-         {"failure", r.failure},
-         {"sweep", r.sweep},
-         {"tokens_per_sec_per_gpu", r.tok_s_per_gpu}};
+  J j = J::object();
+  write_fields(j, r, kRungFields);
+  j["status"] = to_string(r.status, "");
   j["interval"] = r.interval ? J::array({r.interval->first, r.interval->second}) : J(nullptr);
-  j["efficiency_pct"] = opt(r.efficiency_pct);
-  j["efficiency_interval_pct"] =
-      r.efficiency_lo_pct ? J::array({*r.efficiency_lo_pct, *r.efficiency_hi_pct}) : J(nullptr);
-  j["bound_pct"] = r.bound_pct;
+  j["efficiency_interval_pct"] = interval_json(r.efficiency_lo_pct, r.efficiency_hi_pct);
   j["verdict"] = to_string(r.verdict);
-  j["seconds"] = r.seconds;
-  j["steps"] = r.steps;
   return j;
 }
 
 Rung rung_from(const JsonIn& in) {
   Rung r;
-  r.nodes = in.req_int<std::size_t>("nodes");
+  read_fields(in, r, kRungFields);
   r.status = outcome_at(in, "status");
-  r.failure = in.req_str("failure");
-  r.sweep = in.req_str("sweep");
-  r.tok_s_per_gpu = in.req_num("tokens_per_sec_per_gpu");
   r.interval = pair_from(in, "interval");
-  r.efficiency_pct = in.nullable_num("efficiency_pct");
   if (const auto e = pair_from(in, "efficiency_interval_pct")) {
     r.efficiency_lo_pct = e->first;
     r.efficiency_hi_pct = e->second;
   }
-  r.bound_pct = in.req_num("bound_pct");
   r.verdict = outcome_at(in, "verdict").value_or(Outcome::Inconclusive);
-  r.seconds = in.req_num("seconds");
-  r.steps = in.req_int<long long>("steps");
   return r;
 }
 
+// A tier's plain fields; its kind, state, outcome, exclusions and rungs are written beside them.
+constexpr auto kTierFields = std::make_tuple(
+    field("summary", &TierRecord::summary), field("why_not_run", &TierRecord::why_not_run),
+    field("nodes_in", &TierRecord::nodes_in), field("reruns", &TierRecord::reruns),
+    field("started_at", &TierRecord::started_at), field("ended_at", &TierRecord::ended_at),
+    field("seconds", &TierRecord::seconds), field("node_minutes", &TierRecord::node_minutes),
+    field("node_steps", &TierRecord::node_steps), field("dir", &TierRecord::dir),
+    optional_field("run_seconds", &TierRecord::run_seconds));  // certificates before it: no estimate
+
 J tier_json(const TierRecord& t) {
-  J j = {{"tier", to_string(t.kind)}, {"state", to_string(t.state)},  {"outcome", to_string(t.outcome, "")},
-         {"summary", t.summary},      {"why_not_run", t.why_not_run}, {"nodes_in", t.nodes_in}};
+  J j = {{"tier", to_string(t.kind)}, {"state", to_string(t.state)}, {"outcome", to_string(t.outcome, "")}};
+  write_fields(j, t, kTierFields);
   j["excluded"] = exclusions_json(t.excluded);
-  j["reruns"] = t.reruns;
   J rungs = J::array();
   for (const auto& r : t.rungs) rungs.push_back(rung_json(r));
   j["rungs"] = rungs;
-  j["started_at"] = t.started_at;
-  j["ended_at"] = t.ended_at;
-  j["seconds"] = t.seconds;
-  j["node_minutes"] = t.node_minutes;
-  j["node_steps"] = t.node_steps;
-  j["dir"] = t.dir;
-  j["run_seconds"] = t.run_seconds;
   return j;
 }
 
@@ -123,67 +119,44 @@ TierRecord tier_from(const JsonIn& in) {
   t.kind = in.one_of("tier", kTierNames);
   t.state = in.one_of("state", kStateNames);
   t.outcome = outcome_at(in, "outcome");
-  t.summary = in.req_str("summary");
-  t.why_not_run = in.req_str("why_not_run");
-  t.nodes_in = in.strings("nodes_in");
+  read_fields(in, t, kTierFields);
   t.excluded = exclusions_from(in, "excluded");
-  t.reruns = in.strings("reruns");
   in.at("rungs");
   for (std::size_t i = 0; i < in.array("rungs").size(); ++i)
     t.rungs.push_back(rung_from(in.element("rungs", i)));
-  t.started_at = in.req_str("started_at");
-  t.ended_at = in.req_str("ended_at");
-  t.seconds = in.req_num("seconds");
-  t.node_minutes = in.req_num("node_minutes");
-  t.node_steps = in.req_int<long long>("node_steps");
-  t.dir = in.req_str("dir");
-  t.run_seconds = in.num("run_seconds", 0.0);  // certificates before it: no estimate
   return t;
 }
 
+// certificate.json's /inputs, one list for the writer and the reader; min_deviation is written
+// as a percentage beside them.
+constexpr auto kInputFields = std::make_tuple(
+    field("cluster_file", &CertificateInputs::cluster_file),
+    field("cluster_sha256", &CertificateInputs::cluster_sha256), field("hosts", &CertificateInputs::hosts),
+    field("config_file", &CertificateInputs::config_file),
+    field("config_sha256", &CertificateInputs::config_sha256),
+    field("distributed_config_file", &CertificateInputs::distributed_config_file),
+    field("distributed_config_sha256", &CertificateInputs::distributed_config_sha256),
+    field("baseline_file", &CertificateInputs::baseline_file),
+    field("baseline_sha256", &CertificateInputs::baseline_sha256),
+    field("baseline_provenance", &CertificateInputs::baseline_provenance),  // the calibration's, as it was
+    field("min_nodes", &CertificateInputs::min_nodes),
+    field("budget_minutes", &CertificateInputs::budget_minutes),
+    field("scaling_per_doubling_pct", &CertificateInputs::scaling_per_doubling_pct),
+    field("max_z", &CertificateInputs::max_z), field("min_fleet", &CertificateInputs::min_fleet),
+    field("drain", &CertificateInputs::drain), field("early_stop", &CertificateInputs::early_stop),
+    field("suite_args", &CertificateInputs::suite_args));
+
 J inputs_json(const CertificateInputs& in) {
-  return {{"cluster_file", in.cluster_file},
-          {"cluster_sha256", in.cluster_sha256},
-          {"hosts", in.hosts},
-          {"config_file", in.config_file},
-          {"config_sha256", in.config_sha256},
-          {"distributed_config_file", in.distributed_config_file},
-          {"distributed_config_sha256", in.distributed_config_sha256},
-          {"baseline_file", in.baseline_file},
-          {"baseline_sha256", in.baseline_sha256},
-          {"baseline_provenance", in.baseline_provenance},
-          {"min_nodes", in.min_nodes},
-          {"budget_minutes", in.budget_minutes},
-          {"scaling_per_doubling_pct", in.scaling_per_doubling_pct},
-          {"max_z", in.max_z},
-          {"min_deviation_pct", in.min_deviation * 100},
-          {"min_fleet", in.min_fleet},
-          {"drain", in.drain},
-          {"early_stop", in.early_stop},
-          {"suite_args", in.suite_args}};
+  J j = J::object();
+  write_fields(j, in, kInputFields);
+  j["min_deviation_pct"] = in.min_deviation * 100;
+  return j;
 }
 
 CertificateInputs inputs_from(const JsonIn& j) {
   CertificateInputs in;
-  in.cluster_file = j.req_str("cluster_file");
-  in.cluster_sha256 = j.req_str("cluster_sha256");
-  in.hosts = j.strings("hosts");
-  in.config_file = j.req_str("config_file");
-  in.config_sha256 = j.req_str("config_sha256");
-  in.distributed_config_file = j.req_str("distributed_config_file");
-  in.distributed_config_sha256 = j.req_str("distributed_config_sha256");
-  in.baseline_file = j.req_str("baseline_file");
-  in.baseline_sha256 = j.req_str("baseline_sha256");
-  in.baseline_provenance = j.at("baseline_provenance");  // the calibration's, as it was
-  in.min_nodes = j.req_int<std::size_t>("min_nodes");
-  in.budget_minutes = j.req_num("budget_minutes");
-  in.scaling_per_doubling_pct = j.req_num("scaling_per_doubling_pct");
-  in.max_z = j.req_num("max_z");
+  read_fields(j, in, kInputFields);
   in.min_deviation = j.req_num("min_deviation_pct") / 100;
-  in.min_fleet = j.req_int<std::size_t>("min_fleet");
-  in.drain = j.req_bool("drain");
-  in.early_stop = j.req_bool("early_stop");
-  in.suite_args = j.strings("suite_args");
   return in;
 }
 

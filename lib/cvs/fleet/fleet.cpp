@@ -13,6 +13,7 @@
 
 #include "cvs/base/format.hpp"
 #include "cvs/catalog/metric_catalog.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/thresholds.hpp"
 #include "cvs/statistics/metrics.hpp"
@@ -343,19 +344,19 @@ nlohmann::ordered_json fleet_json(const FleetScore& score, const FleetPolicy& po
 
 void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& score,
                          const std::map<std::string, std::string>& host_of, const FleetPolicy& policy) {
-  std::string suspects, healthy, exclude;
+  std::string suspects, healthy;
+  std::vector<std::string> excluded;
   for (const auto& n : score.nodes) {
     if (!n.suspect) {
       healthy += n.name + "\n";
       continue;
     }
     suspects += n.name + "\t" + fleet_reasons(n) + "\n";
-    if (auto h = host_of.find(n.name); h != host_of.end())
-      exclude += (exclude.empty() ? "" : ",") + h->second;
+    excluded.push_back(n.name);
   }
   write_file_whole(dir / "suspect_nodes.txt", suspects);
   write_file_whole(dir / "healthy_nodes.txt", healthy);
-  write_file_whole(dir / "slurm_exclude.txt", exclude.empty() ? "" : "--exclude=" + exclude + "\n");
+  write_slurm_exclude(dir / "slurm_exclude.txt", host_of, excluded);
   write_file_whole(dir / "fleet.json", fleet_json(score, policy).dump(2) + "\n");
 }
 

@@ -121,7 +121,7 @@ std::map<FigureKey, FigureStats> read_fleet_baseline(const std::filesystem::path
 // The outputs that act, into `dir`: suspect_nodes.txt (name, tab, reasons), healthy_nodes.txt,
 // slurm_exclude.txt (--exclude=host1,host2 by `host_of` each node's name; empty without suspects)
 // and fleet.json (every node's figures, z-scores and evidence). healthy_cluster.json is the
-// cluster's (exec/cluster.hpp: write_cluster_file_of); the JUnit file and the HTML page are the
+// cluster's (config/cluster.hpp: write_cluster_file_of); the JUnit file and the HTML page are the
 // reports' (reports/cvs/fleet_report.hpp).
 void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& score,
                          const std::map<std::string, std::string>& host_of, const FleetPolicy& policy);

@@ -19,18 +19,7 @@ namespace cvs::history {
 namespace {
 
 std::string label_value(const std::string& v) {
-  std::string o;
-  for (char c : v) {
-    if (c == '\\')
-      o += "\\\\";
-    else if (c == '"')
-      o += "\\\"";
-    else if (c == '\n')
-      o += "\\n";
-    else
-      o += c;
-  }
-  return o;
+  return escape_chars(v, {{'\\', "\\\\"}, {'"', "\\\""}, {'\n', "\\n"}});
 }
 
 std::string stem(const std::string& path) {
@@ -133,10 +122,16 @@ std::string openmetrics_text(const SessionEntry& e) {
                   label_value(to_string(*m.outcome)) + "\"",
               1.0);
   }
-  if (e.kind == "fleet")
+  if (e.kind == "fleet" || e.kind == "certify")
     for (const auto& n : e.node_entries)
-      fam.add("cvs_maxtext_node_suspect", "1 when fleet mode named the node a suspect",
+      fam.add("cvs_maxtext_node_suspect",
+              "1 when fleet mode named the node a suspect or a certification excluded it",
               base + ",node=\"" + label_value(n.node) + "\"", n.suspect ? 1.0 : 0.0);
+  if (e.kind == "certify") {
+    double certified = 0;
+    for (const auto& n : e.node_entries) certified += n.outcome == Outcome::Pass ? 1.0 : 0.0;
+    fam.add("cvs_maxtext_certified_nodes", "the nodes a certification certified", base, certified);
+  }
   return fam.text();
 }
 

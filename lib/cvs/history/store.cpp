@@ -11,6 +11,7 @@
 
 #include "cvs/base/sha256.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/fleet/certificate.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/results/results_file.hpp"
 
@@ -54,6 +55,8 @@ std::string session_id(const SessionEntry& e) {
   std::sort(nodes.begin(), nodes.end());
   std::string key = e.kind + "|" + e.suite + "|" + e.started_at + "|" + e.config_sha256 + "|" + e.cluster;
   for (const auto& n : nodes) key += "|" + n;
+  // A certification resumed keeps its start: its end tells the interrupted one from the resumed one.
+  if (e.kind == "certify") key += "|" + e.finished_at;
   return sha256_hex(key).substr(0, 32);
 }
 
@@ -198,6 +201,80 @@ SessionEntry entry_of_calibration(const fs::path& file, const std::vector<Result
   return e;
 }
 
+namespace {
+
+// A certification's verdict as a session's status: CERTIFIED passes, NOT CERTIFIED fails, a
+// certification that ended early (budget, Ctrl-C) decided nothing, an infrastructure error is one.
+Outcome status_of(Verdict v) {
+  switch (v) {
+    case Verdict::Certified:
+      return Outcome::Pass;
+    case Verdict::NotCertified:
+      return Outcome::Fail;
+    case Verdict::Incomplete:
+      return Outcome::Inconclusive;
+    case Verdict::Error:
+      break;
+  }
+  return Outcome::Error;
+}
+
+// Each rung of the ladder as the sweep "rung-<nodes>": its tokens/s/GPU and its efficiency
+// against the 1-node rung, each with its interval; the efficiency carries the rung's verdict.
+void add_rungs(SessionEntry& e, const std::vector<Rung>& rungs) {
+  for (const auto& r : rungs) {
+    const std::string sweep = "rung-" + std::to_string(r.nodes);
+    MetricEntry speed{
+        sweep, "tokens_per_sec_per_gpu", finite(r.tok_s_per_gpu), finite(r.tok_s_per_gpu), {}, {}, r.status};
+    if (r.interval) {
+      speed.lo = finite(r.interval->first);
+      speed.hi = finite(r.interval->second);
+    }
+    e.metrics.push_back(std::move(speed));
+    if (r.efficiency_pct)
+      e.metrics.push_back({sweep, "scaling_efficiency_pct", r.efficiency_pct, r.efficiency_pct,
+                           r.efficiency_lo_pct, r.efficiency_hi_pct, r.verdict});
+  }
+}
+
+}  // namespace
+
+SessionEntry entry_of_certificate(const Certificate& c, const fs::path& folder) {
+  SessionEntry e;
+  e.kind = "certify";
+  e.suite = "jaxmaxtext_certify";
+  e.source = folder.string();
+  e.started_at = c.started_at;
+  e.finished_at = c.ended_at;
+  e.status = status_of(c.verdict);
+  e.config_file = c.inputs.config_file;
+  e.config_sha256 = c.inputs.config_sha256;
+  e.cluster = c.inputs.cluster_file;
+  e.nodes = static_cast<int>(c.inputs.hosts.size());
+  e.provenance = {{"verdict", to_string(c.verdict)},
+                  {"verdict_reason", c.verdict_reason},
+                  {"tool_version", c.tool_version},
+                  {"git_commit", c.git_commit},
+                  {"distributed_config", c.inputs.distributed_config_file},
+                  {"baseline", c.inputs.baseline_file}};
+  if (const auto* scale = c.tier(TierKind::Scale)) add_rungs(e, scale->rungs);
+  // Every host: excluded (a suspect, in its tier's words), certified, or neither (not reached).
+  for (const auto& host : c.inputs.hosts) {
+    NodeEntry n{host, std::nullopt, false, "", std::nullopt};
+    if (std::find(c.certified.begin(), c.certified.end(), host) != c.certified.end())
+      n.outcome = Outcome::Pass;
+    for (const auto& x : c.excluded)
+      if (x.node == host) {
+        n.outcome = Outcome::Fail;
+        n.suspect = true;
+        n.evidence = x.tier + ": " + x.evidence;
+      }
+    e.node_entries.push_back(std::move(n));
+  }
+  e.id = session_id(e);
+  return e;
+}
+
 SessionEntry entry_of_folder(const fs::path& path) {
   if (fs::is_regular_file(path)) {
     // By what the file holds, not its name: a calibration has "_calibration"; anything else is
@@ -207,11 +284,20 @@ SessionEntry entry_of_folder(const fs::path& path) {
     if (j.is_object() && j.contains("_calibration")) return entry_of_calibration(path, {});
     return entry_of_session(read_results(path), path.parent_path().string());
   }
+  if (fs::exists(path / "certificate.json")) {
+    const auto file = path / "certificate.json";
+    std::ifstream in(file);
+    const auto j = nlohmann::ordered_json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw StoreError(file.string() + ": not JSON");
+    return entry_of_certificate(certificate_from_json(j, file.string()), path);
+  }
   if (fs::exists(path / "fleet.json")) return entry_of_fleet(path);
   if (fs::exists(path / "results.json"))
     return entry_of_session(read_results(path / "results.json"), path.string());
-  throw StoreError(path.string() +
-                   ": neither a session (results.json), a fleet run (fleet.json) nor a calibration file");
+  throw StoreError(
+      path.string() +
+      ": neither a session (results.json), a fleet run (fleet.json), a certification (certificate.json) "
+      "nor a calibration file");
 }
 
 fs::path default_store_path() {

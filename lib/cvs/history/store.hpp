@@ -1,4 +1,4 @@
-// The results history: every suite session, fleet run and calibration, recorded when it ends
+// The results history: every suite session, fleet run, certification and calibration, recorded when it ends
 // (or ingested from its folder later), in one schema on either engine (db.hpp). What a cluster
 // team asks of months of certifications: a node's ledger, the nodes that keep failing (lemons),
 // a metric's trend with the provenance changes that moved it (trend.hpp).
@@ -26,8 +26,9 @@
 #include "cvs/history/db.hpp"
 
 namespace cvs {
-struct Results;  // results_file.hpp
-}
+struct Results;      // results_file.hpp
+struct Certificate;  // fleet/certificate.hpp
+}  // namespace cvs
 
 namespace cvs::history {
 
@@ -70,8 +71,13 @@ SessionEntry entry_of_session(const Results& r, const std::string& source);
 SessionEntry entry_of_fleet(const std::filesystem::path& folder);
 // A calibration's entry (kind "calibration"), from the file cvs calibrate wrote and its repeats.
 SessionEntry entry_of_calibration(const std::filesystem::path& file, const std::vector<Results>& repeats);
-// Whatever a folder holds: a fleet run (fleet.json), a session (results.json), or a calibration
-// file; StoreError when it is none of these.
+// A certification's entry (kind "certify"): its verdict as the status (CERTIFIED PASS, NOT CERTIFIED
+// FAIL, INCOMPLETE INCONCLUSIVE, ERROR), every host (certified PASS; excluded FAIL, a suspect with
+// its tier's words; neither: none), each rung of the ladder as the sweep "rung-<nodes>" (its
+// tokens/s/GPU, its scaling efficiency with the interval and verdict).
+SessionEntry entry_of_certificate(const Certificate& c, const std::filesystem::path& folder);
+// Whatever a folder holds: a certification (certificate.json), a fleet run (fleet.json), a session
+// (results.json), or a calibration file; StoreError when it is none of these.
 SessionEntry entry_of_folder(const std::filesystem::path& path);
 
 struct SessionRow {

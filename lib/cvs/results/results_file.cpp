@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/json_fields.hpp"
 #include "cvs/config/json_in.hpp"
 #include "cvs/config/json_reader.hpp"
 
@@ -78,16 +79,22 @@ J evaluation_json(const EvaluationRecord& e) {
   return ej;
 }
 
+// The early-stop record, one list for the writer and the reader (every key optional: the defaults
+// of a record written before it).
+constexpr auto kEarlyStopFields = std::make_tuple(
+    optional_field("configured_steps", &EarlyStopRecord::configured_steps),
+    optional_field("cap", &EarlyStopRecord::cap), optional_field("steps_run", &EarlyStopRecord::steps_run),
+    optional_field("stopped_early", &EarlyStopRecord::stopped_early),
+    optional_field("looks", &EarlyStopRecord::looks),
+    optional_field("per_look_confidence", &EarlyStopRecord::per_look_confidence),
+    optional_field("reason", &EarlyStopRecord::reason),
+    optional_field("steps_saved", &EarlyStopRecord::steps_saved),
+    optional_field("seconds_saved", &EarlyStopRecord::seconds_saved));
+
 J early_stop_json(const EarlyStopRecord& x) {
-  return {{"configured_steps", x.configured_steps},
-          {"cap", x.cap},
-          {"steps_run", x.steps_run},
-          {"stopped_early", x.stopped_early},
-          {"looks", x.looks},
-          {"per_look_confidence", x.per_look_confidence},
-          {"reason", x.reason},
-          {"steps_saved", x.steps_saved},
-          {"seconds_saved", x.seconds_saved}};
+  J j = J::object();
+  write_fields(j, x, kEarlyStopFields);
+  return j;
 }
 
 J sweep_json(const SweepRecord& s) {
@@ -310,16 +317,7 @@ void read_sweep_run(const In& in, SweepRecord& s) {
   if (in.has("parallelism")) s.parallelism = in.at("parallelism");
   if (in.has("run")) s.run = read_run(in.object("run"));
   if (in.has("early_stop")) {
-    const In x = in.object("early_stop");
-    s.early_stop = EarlyStopRecord{x.integer<long long>("configured_steps"),
-                                   x.integer<long long>("cap"),
-                                   x.integer<long long>("steps_run"),
-                                   x.boolean("stopped_early"),
-                                   x.integer<int>("looks"),
-                                   x.num("per_look_confidence", 0.95),
-                                   x.str("reason"),
-                                   x.integer<long long>("steps_saved"),
-                                   x.num("seconds_saved")};
+    read_fields(in.object("early_stop"), s.early_stop.emplace(), kEarlyStopFields);
   }
   s.metrics_error = in.str("metrics_error");
   s.metrics_source = in.opt_str("metrics_source");

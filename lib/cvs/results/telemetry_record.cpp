@@ -7,6 +7,7 @@
 #include <span>
 
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/json_fields.hpp"
 #include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
@@ -380,43 +381,54 @@ std::vector<double> series_from(const JsonIn& in, const char* key) {
   return v;
 }
 
-void opt_put(J& j, const char* key, const std::optional<double>& v) {
-  if (v) j[key] = *v;
-}
+// The record's plain fields, one list for the writer and the reader; every key optional (a record
+// of an earlier version reads as the defaults).
+constexpr auto kNodeFields = std::make_tuple(
+    optional_field("tool", &NodeTelemetry::tool),
+    optional_field("tool_version", &NodeTelemetry::tool_version),
+    optional_field("samples", &NodeTelemetry::samples), optional_field("seconds", &NodeTelemetry::seconds),
+    optional_field("cores", &NodeTelemetry::cores),
+    optional_field("mem_available_min_gb", &NodeTelemetry::mem_available_min_gb),
+    optional_field("samples_before_training", &NodeTelemetry::samples_before_training),
+    optional_field("notes", &NodeTelemetry::notes));
+constexpr auto kGpuFields = std::make_tuple(
+    optional_field("index", &GpuTelemetry::index), optional_field("samples", &GpuTelemetry::samples),
+    optional_field("throttled_fraction", &GpuTelemetry::throttled_fraction),
+    optional_field("power_capped_fraction", &GpuTelemetry::power_capped_fraction),
+    optional_field("power_limit_w", &GpuTelemetry::power_limit_w),
+    optional_field("power_default_limit_w", &GpuTelemetry::power_default_limit_w),
+    optional_field("ecc_corrected_delta", &GpuTelemetry::ecc_corrected_delta),
+    optional_field("ecc_uncorrected_delta", &GpuTelemetry::ecc_uncorrected_delta),
+    optional_field("pcie_width_min", &GpuTelemetry::pcie_width_min),
+    optional_field("pcie_width_max", &GpuTelemetry::pcie_width_max),
+    optional_field("pcie_gen_min", &GpuTelemetry::pcie_gen_min),
+    optional_field("pcie_gen_max", &GpuTelemetry::pcie_gen_max));
+constexpr auto kKernelFields =
+    std::make_tuple(optional_field("t", &KernelEvent::t), optional_field("pattern", &KernelEvent::pattern),
+                    optional_field("meaning", &KernelEvent::meaning),
+                    optional_field("fails", &KernelEvent::fails), optional_field("line", &KernelEvent::text));
 
 }  // namespace
 
 nlohmann::ordered_json to_json(const NodeTelemetry& t) {
-  J j = {{"tool", t.tool},
-         {"tool_version", t.tool_version},
-         {"samples", t.samples},
-         {"seconds", t.seconds},
-         {"cores", t.cores}};
+  J j = J::object();
+  write_fields(j, t, kNodeFields);
   if (t.cpu_share) j["cpu_share"] = spread_json(*t.cpu_share);
   if (t.psi_cpu) j["psi_cpu_some"] = spread_json(*t.psi_cpu);
   if (t.psi_memory) j["psi_memory_some"] = spread_json(*t.psi_memory);
   if (t.psi_io) j["psi_io_some"] = spread_json(*t.psi_io);
-  opt_put(j, "mem_available_min_gb", t.mem_available_min_gb);
   j["series"] = {
       {"t", series(t.t)}, {"cpu_share", series(t.cpu_share_series)}, {"psi_cpu", series(t.psi_cpu_series)}};
   J gpus = J::array();
   for (const auto& g : t.gpus) {
-    J gj = {{"index", g.index}, {"samples", g.samples}, {"throttled_fraction", g.throttled_fraction}};
+    J gj = J::object();
+    write_fields(gj, g, kGpuFields);
     J figs = J::object();
     for (const auto& [k, s] : g.figures) figs[k] = spread_json(s);
     gj["figures"] = figs;
     J reasons = J::object();
     for (const auto& [k, f] : g.throttle_reasons) reasons[k] = f;
     gj["throttle_reasons"] = reasons;
-    gj["power_capped_fraction"] = g.power_capped_fraction;
-    opt_put(gj, "power_limit_w", g.power_limit_w);
-    opt_put(gj, "power_default_limit_w", g.power_default_limit_w);
-    opt_put(gj, "ecc_corrected_delta", g.ecc_corrected_delta);
-    opt_put(gj, "ecc_uncorrected_delta", g.ecc_uncorrected_delta);
-    opt_put(gj, "pcie_width_min", g.pcie_width_min);
-    opt_put(gj, "pcie_width_max", g.pcie_width_max);
-    opt_put(gj, "pcie_gen_min", g.pcie_gen_min);
-    opt_put(gj, "pcie_gen_max", g.pcie_gen_max);
     gj["series"] = {{"sm_clock_mhz", series(g.sm_clock_mhz)},
                     {"power_w", series(g.power_w)},
                     {"temp_c", series(g.temp_c)}};
@@ -424,9 +436,7 @@ nlohmann::ordered_json to_json(const NodeTelemetry& t) {
   }
   j["gpus"] = gpus;
   J kernel = J::array();
-  for (const auto& k : t.kernel)
-    kernel.push_back(
-        {{"t", k.t}, {"pattern", k.pattern}, {"meaning", k.meaning}, {"fails", k.fails}, {"line", k.text}});
+  for (const auto& k : t.kernel) write_fields(kernel.emplace_back(J::object()), k, kKernelFields);
   j["kernel"] = kernel;
   J shared = J::array();
   for (const auto& x : t.shared_gpu) {
@@ -437,8 +447,6 @@ nlohmann::ordered_json to_json(const NodeTelemetry& t) {
     shared.push_back(sj);
   }
   j["shared_gpu"] = shared;
-  j["samples_before_training"] = t.samples_before_training;
-  j["notes"] = t.notes;
   const std::string why = explain_telemetry(t);
   if (!why.empty()) j["explanation"] = why;
   return j;
@@ -448,9 +456,7 @@ namespace {
 
 GpuTelemetry gpu_from_json(const JsonIn& in) {
   GpuTelemetry g;
-  g.index = in.integer<int>("index", 0);
-  g.samples = in.integer<std::size_t>("samples", 0);
-  g.throttled_fraction = in.num("throttled_fraction", 0.0);
+  read_fields(in, g, kGpuFields);
   if (in.has("figures")) {
     const JsonIn figs = in.object("figures");
     for (const auto& [k, v] : in.at("figures").items())
@@ -461,15 +467,6 @@ GpuTelemetry gpu_from_json(const JsonIn& in) {
     for (const auto& [k, v] : in.at("throttle_reasons").items())
       g.throttle_reasons[k] = reasons.number(v, reasons.at_ptr(k.c_str()));
   }
-  g.power_capped_fraction = in.num("power_capped_fraction", 0.0);
-  g.power_limit_w = in.nullable_num("power_limit_w");
-  g.power_default_limit_w = in.nullable_num("power_default_limit_w");
-  g.ecc_corrected_delta = in.nullable_num("ecc_corrected_delta");
-  g.ecc_uncorrected_delta = in.nullable_num("ecc_uncorrected_delta");
-  g.pcie_width_min = in.nullable_num("pcie_width_min");
-  g.pcie_width_max = in.nullable_num("pcie_width_max");
-  g.pcie_gen_min = in.nullable_num("pcie_gen_min");
-  g.pcie_gen_max = in.nullable_num("pcie_gen_max");
   if (in.has("series")) {
     const JsonIn series = in.object("series");
     g.sm_clock_mhz = series_from(series, "sm_clock_mhz");
@@ -496,16 +493,11 @@ SharedGpu shared_gpu_from_json(const JsonIn& in) {
 // ConfigError at its pointer (the reader of the file the record is in names the file).
 NodeTelemetry telemetry_from_json(const JsonIn& in) {
   NodeTelemetry t;
-  t.tool = in.str("tool");
-  t.tool_version = in.str("tool_version");
-  t.samples = in.integer<std::size_t>("samples", 0);
-  t.seconds = in.num("seconds", 0.0);
-  t.cores = in.integer<int>("cores", 0);
+  read_fields(in, t, kNodeFields);
   t.cpu_share = spread_from(in, "cpu_share");
   t.psi_cpu = spread_from(in, "psi_cpu_some");
   t.psi_memory = spread_from(in, "psi_memory_some");
   t.psi_io = spread_from(in, "psi_io_some");
-  t.mem_available_min_gb = in.nullable_num("mem_available_min_gb");
   if (in.has("series")) {
     const JsonIn series = in.object("series");
     t.t = series_from(series, "t");
@@ -515,14 +507,10 @@ NodeTelemetry telemetry_from_json(const JsonIn& in) {
   for (std::size_t i = 0; i < in.array("gpus").size(); ++i)
     t.gpus.push_back(gpu_from_json(in.element("gpus", i)));
   for (std::size_t i = 0; i < in.array("kernel").size(); ++i) {
-    const JsonIn k = in.element("kernel", i);
-    t.kernel.push_back(
-        {k.num("t", 0.0), k.str("line"), k.str("pattern"), k.str("meaning"), k.boolean("fails")});
+    read_fields(in.element("kernel", i), t.kernel.emplace_back(), kKernelFields);
   }
   for (std::size_t i = 0; i < in.array("shared_gpu").size(); ++i)
     t.shared_gpu.push_back(shared_gpu_from_json(in.element("shared_gpu", i)));
-  t.samples_before_training = in.integer<std::size_t>("samples_before_training", 0);
-  if (in.has("notes")) t.notes = in.strings("notes");
   return t;
 }
 

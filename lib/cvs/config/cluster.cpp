@@ -1,4 +1,4 @@
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "cvs/base/text.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/json_reader.hpp"
 #include "cvs/config/text_file.hpp"
@@ -395,6 +396,16 @@ std::map<std::string, std::string> hosts_by_name(const Cluster& cluster) {
   std::map<std::string, std::string> out;
   for (const auto& n : cluster.nodes) out[n.name] = n.host;
   return out;
+}
+
+void write_slurm_exclude(const std::filesystem::path& file, const std::map<std::string, std::string>& host_of,
+                         const std::vector<std::string>& names) {
+  std::string hosts;
+  for (const auto& name : names) {
+    const auto it = host_of.find(name);
+    hosts += (hosts.empty() ? "" : ",") + (it == host_of.end() ? name : it->second);
+  }
+  write_file_whole(file, hosts.empty() ? "" : "--exclude=" + hosts + "\n");
 }
 
 }  // namespace cvs

@@ -80,6 +80,10 @@ void write_cluster_file_of(const std::filesystem::path& file, const Cluster& clu
                            const std::vector<std::string>& names);
 // Each node's name -> its host.
 std::map<std::string, std::string> hosts_by_name(const Cluster& cluster);
+// slurm_exclude.txt (fleet mode's and certify's): "--exclude=host1,host2", each named node's host
+// (its name when host_of has none), or an empty file when no node is named.
+void write_slurm_exclude(const std::filesystem::path& file, const std::map<std::string, std::string>& host_of,
+                         const std::vector<std::string>& names);
 
 // Loads a suite config with the cluster's overrides merged in (RFC 7396 merge patch).
 SuiteConfig load_config_for_cluster(const std::filesystem::path& config_file, const Cluster& cluster,

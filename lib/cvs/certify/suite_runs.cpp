@@ -1,4 +1,4 @@
-#include "cvs/exec/suite_runs.hpp"
+#include "cvs/certify/suite_runs.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -61,19 +61,28 @@ ProcRequest suite_request(const char* suite, const fs::path& config, const fs::p
   return r;
 }
 
+namespace {
+
+// spec.suite on `nodes` (their cluster file written into `dir`), with spec's --thresholds and args.
+ProcRequest request_for(const NodeRuns& spec, const Cluster& cluster, const std::vector<Node>& nodes,
+                        const fs::path& dir, const std::string& tag, const std::string& label) {
+  fs::create_directories(dir);
+  write_json(dir / "cluster.json", cluster_file_with(cluster, nodes));
+  auto r = suite_request(spec.suite, spec.config, dir, tag, label);
+  if (!spec.thresholds.empty()) r.argv.insert(r.argv.end(), {"--thresholds", spec.thresholds.string()});
+  r.argv.insert(r.argv.end(), spec.args.begin(), spec.args.end());
+  return r;
+}
+
+}  // namespace
+
 std::vector<FleetNode> run_nodes(const NodeRuns& spec, const Cluster& cluster,
                                  const std::vector<Node>& nodes) {
   std::vector<ProcRequest> reqs;
   std::vector<fs::path> dirs;
   for (const auto& node : nodes) {
-    const auto dir = spec.root / folder_name(node.name);
-    fs::create_directories(dir);
-    write_json(dir / "cluster.json", cluster_file_with(cluster, {node}));
-    auto r = suite_request(spec.suite, spec.config, dir, folder_name(node.name), node.name);
-    if (!spec.thresholds.empty()) r.argv.insert(r.argv.end(), {"--thresholds", spec.thresholds.string()});
-    r.argv.insert(r.argv.end(), spec.args.begin(), spec.args.end());
-    reqs.push_back(r);
-    dirs.push_back(dir);
+    dirs.push_back(spec.root / folder_name(node.name));
+    reqs.push_back(request_for(spec, cluster, {node}, dirs.back(), folder_name(node.name), node.name));
   }
   const std::size_t at_once = spec.max_parallel ? std::min(spec.max_parallel, reqs.size()) : reqs.size();
   spdlog::info("{}: {} node(s), {} at once; each node's run in {}/<node>", spec.log_prefix, reqs.size(),
@@ -91,11 +100,7 @@ std::vector<FleetNode> run_nodes(const NodeRuns& spec, const Cluster& cluster,
 
 FleetNode run_together(const NodeRuns& spec, const Cluster& cluster, const std::vector<Node>& nodes,
                        const std::string& tag, const std::string& label) {
-  fs::create_directories(spec.root);
-  write_json(spec.root / "cluster.json", cluster_file_with(cluster, nodes));
-  auto req = suite_request(spec.suite, spec.config, spec.root, tag, label);
-  if (!spec.thresholds.empty()) req.argv.insert(req.argv.end(), {"--thresholds", spec.thresholds.string()});
-  req.argv.insert(req.argv.end(), spec.args.begin(), spec.args.end());
+  const auto req = request_for(spec, cluster, nodes, spec.root, tag, label);
   return read_run(label, run_all({req}, 1, &g_interrupted).front(), spec.root);
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cvs/exec/cluster.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet/fleet_pairs.hpp"
