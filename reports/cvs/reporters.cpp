@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <functional>
 
 #include "cvs/base/text.hpp"
 #include "cvs/certificate_report.hpp"
@@ -47,162 +48,103 @@ const history::SessionEntry& entry_of(const ReportContext& c) {
   return *c.built_entry;
 }
 
-class JsonReporter : public Reporter {
+// A reporter that is its name, whether its failure is the run's, and what it writes.
+class Output final : public Reporter {
  public:
-  std::string name() const override { return "results"; }
-  bool essential() const override { return true; }
-  std::string write(const ReportContext& c) override {
-    if (!c.results) return "";
-    const auto p = c.folder / "results.json";
-    write_file_whole(p, to_json(*c.results).dump(2) + "\n");
-    return p.string();
-  }
-};
-
-class HtmlReporter : public Reporter {
- public:
-  explicit HtmlReporter(std::string out) : out_(std::move(out)) {}
-  std::string name() const override { return "report"; }
-  bool essential() const override { return true; }
-  std::string write(const ReportContext& c) override {
-    if (!c.results) return "";
-    const std::filesystem::path p = out_.empty() ? c.folder / "report.html" : std::filesystem::path(out_);
-    write_file_whole(p, render_html(*c.results));
-    return p.string();
-  }
+  using Write = std::function<std::string(const ReportContext&)>;
+  Output(std::string name, bool essential, Write write)
+      : name_(std::move(name)), essential_(essential), write_(std::move(write)) {}
+  std::string name() const override { return name_; }
+  bool essential() const override { return essential_; }
+  std::string write(const ReportContext& c) override { return write_(c); }
 
  private:
-  std::string out_;
+  std::string name_;
+  bool essential_;
+  Write write_;
 };
+
+std::unique_ptr<Reporter> output(std::string name, bool essential, Output::Write write) {
+  return std::make_unique<Output>(std::move(name), essential, std::move(write));
+}
+
+// `text` written whole to `p`; where it went.
+std::string written(const std::filesystem::path& p, const std::string& text) {
+  write_file_whole(p, text);
+  return p.string();
+}
+
+std::string results_json(const ReportContext& c) {
+  return c.results ? written(c.folder / "results.json", to_json(*c.results).dump(2) + "\n") : "";
+}
 
 // gtest writes only <failure>: the stages that ended ERROR get <error> in the JUnit file.
-class JunitReporter : public Reporter {
- public:
-  explicit JunitReporter(std::filesystem::path file) : file_(std::move(file)) {}
-  std::string name() const override { return "junit"; }
-  std::string write(const ReportContext& c) override {
-    if (!c.results) return "";
-    if (!rewrite_junit_errors(file_))
-      throw std::runtime_error("could not mark the ERROR stages in " + file_.string());
-    return file_.string();
-  }
-
- private:
-  std::filesystem::path file_;
-};
+std::string junit_errors(const ReportContext& c, const std::filesystem::path& file) {
+  if (!c.results) return "";
+  if (!rewrite_junit_errors(file))
+    throw std::runtime_error("could not mark the ERROR stages in " + file.string());
+  return file.string();
+}
 
 // The fleet's files that act: what the next job reads (suspects, the healthy cluster file).
-class FleetFilesReporter : public Reporter {
- public:
-  std::string name() const override { return "fleet"; }
-  bool essential() const override { return true; }
-  std::string write(const ReportContext& c) override {
-    if (!c.fleet) return "";
-    const auto& f = *c.fleet;
-    write_fleet_outputs(c.folder, f.score, hosts_by_name(f.cluster), f.policy);
-    write_cluster_file_of(c.folder / "healthy_cluster.json", f.cluster, f.score.healthy());
-    return (c.folder / "fleet.json").string();
-  }
-};
+std::string fleet_files(const ReportContext& c) {
+  if (!c.fleet) return "";
+  const auto& f = *c.fleet;
+  write_fleet_outputs(c.folder, f.score, hosts_by_name(f.cluster), f.policy);
+  write_cluster_file_of(c.folder / "healthy_cluster.json", f.cluster, f.score.healthy());
+  return (c.folder / "fleet.json").string();
+}
 
-class FleetJunitReporter : public Reporter {
- public:
-  std::string name() const override { return "junit"; }
-  bool essential() const override { return true; }
-  std::string write(const ReportContext& c) override {
-    if (!c.fleet) return "";
-    const auto p = c.folder / "junit.xml";
-    write_file_whole(p, render_fleet_junit(c.fleet->score, "jaxmaxtext_fleet"));
-    return p.string();
-  }
-};
-
-class FleetHtmlReporter : public Reporter {
- public:
-  std::string name() const override { return "report"; }
-  bool essential() const override { return true; }
-  std::string write(const ReportContext& c) override {
-    if (!c.fleet) return "";
-    const auto& f = *c.fleet;
-    const auto p = c.folder / "fleet.html";
-    write_file_whole(p, render_fleet_html(f.score, f.nodes, f.policy, "jaxmaxtext_fleet", f.pairs));
-    return p.string();
-  }
-};
+std::string fleet_page(const ReportContext& c) {
+  if (!c.fleet) return "";
+  const auto& f = *c.fleet;
+  return written(c.folder / "fleet.html",
+                 render_fleet_html(f.score, f.nodes, f.policy, "jaxmaxtext_fleet", f.pairs));
+}
 
 // A certification's files beside its certificate.json (certificate_report.hpp).
-class CertificateFilesReporter : public Reporter {
- public:
-  std::string name() const override { return "certificate"; }
-  bool essential() const override { return true; }
-  std::string write(const ReportContext& c) override {
-    if (!c.certification) return "";
-    write_certificate_files(c.folder, c.certification->certificate, c.certification->cluster);
-    return (c.folder / "certificate.html").string() + " (and certificate.json, junit.xml, slurm_exclude.txt" +
-           (c.certification->certificate.certified.empty() ? "" : ", healthy_cluster.json") + ")";
-  }
-};
+std::string certificate_files(const ReportContext& c) {
+  if (!c.certification) return "";
+  write_certificate_files(c.folder, c.certification->certificate, c.certification->cluster);
+  return (c.folder / "certificate.html").string() + " (and certificate.json, junit.xml, slurm_exclude.txt" +
+         (c.certification->certificate.certified.empty() ? "" : ", healthy_cluster.json") + ")";
+}
 
-class OpenMetricsReporter : public Reporter {
- public:
-  explicit OpenMetricsReporter(std::string file) : file_(std::move(file)) {}
-  std::string name() const override { return "metrics"; }
-  std::string write(const ReportContext& c) override {
-    // Written whole (aside, then renamed): node_exporter's textfile collector never reads half a file.
-    write_file_whole(file_, history::openmetrics_text(entry_of(c)));
-    return file_;
-  }
-
- private:
-  std::string file_;
-};
-
-class PushgatewayReporter : public Reporter {
- public:
-  explicit PushgatewayReporter(std::string url) : url_(std::move(url)) {}
-  std::string name() const override { return "pushed"; }
-  std::string write(const ReportContext& c) override {
-    const auto& e = entry_of(c);
-    history::push_to_gateway(url_, e, history::openmetrics_text(e));
-    return url_;
-  }
-
- private:
-  std::string url_;
-};
-
-class HistoryReporter : public Reporter {
- public:
-  explicit HistoryReporter(std::string spec) : spec_(std::move(spec)) {}
-  std::string name() const override { return "history"; }
-  std::string write(const ReportContext& c) override {
-    auto store = history::Store::open(spec_);
-    if (!store) return "";  // --history none
-    const bool fresh = store->record(entry_of(c));
-    return store->where() + (fresh ? "" : " (already recorded)");
-  }
-
- private:
-  std::string spec_;
-};
+std::string history_record(const ReportContext& c, const std::string& spec) {
+  auto store = history::Store::open(spec);
+  if (!store) return "";  // --history none
+  const bool fresh = store->record(entry_of(c));
+  return store->where() + (fresh ? "" : " (already recorded)");
+}
 
 }  // namespace
 
 std::vector<std::unique_ptr<Reporter>> reporters(const ReporterOptions& o) {
   std::vector<std::unique_ptr<Reporter>> v;
-  if (o.session_files) v.push_back(std::make_unique<JsonReporter>());
-  if (o.session_files || !o.html.empty()) v.push_back(std::make_unique<HtmlReporter>(o.html));
-  if (!o.junit.empty()) v.push_back(std::make_unique<JunitReporter>(o.junit));
+  if (o.session_files) v.push_back(output("results", true, results_json));
+  if (o.session_files || !o.html.empty())
+    v.push_back(output("report", true, [html = o.html](const ReportContext& c) {
+      return c.results ? written(html.empty() ? c.folder / "report.html" : std::filesystem::path(html),
+                                 render_html(*c.results))
+                       : "";
+    }));
+  if (!o.junit.empty())
+    v.push_back(output("junit", false, [f = o.junit](const ReportContext& c) { return junit_errors(c, f); }));
   if (o.fleet_files) {
-    v.push_back(std::make_unique<FleetFilesReporter>());
-    v.push_back(std::make_unique<FleetJunitReporter>());
-    v.push_back(std::make_unique<FleetHtmlReporter>());
+    v.push_back(output("fleet", true, fleet_files));
+    v.push_back(output("junit", true, [](const ReportContext& c) {
+      return c.fleet ? written(c.folder / "junit.xml", render_fleet_junit(c.fleet->score, "jaxmaxtext_fleet"))
+                     : "";
+    }));
+    v.push_back(output("report", true, fleet_page));
   }
-  if (o.certify_files) v.push_back(std::make_unique<CertificateFilesReporter>());
+  if (o.certify_files) v.push_back(output("certificate", true, certificate_files));
   for (const auto& opt : output_options())
     if (const auto it = o.outputs.find(opt.flag); it != o.outputs.end() && !it->second.empty())
       v.push_back(opt.make(it->second));
-  if (o.record_history) v.push_back(std::make_unique<HistoryReporter>(o.history));
+  if (o.record_history)
+    v.push_back(output("history", false,
+                       [spec = o.history](const ReportContext& c) { return history_record(c, spec); }));
   return v;
 }
 
@@ -213,12 +155,19 @@ const std::vector<OutputOption>& output_options() {
   static const std::vector<OutputOption> v = {
       {"--openmetrics",
        "write the figures in the OpenMetrics text format to FILE (node_exporter's textfile collector)",
-       [](const std::string& f) -> std::unique_ptr<Reporter> {
-         return std::make_unique<OpenMetricsReporter>(f);
+       [](const std::string& f) {
+         // Written whole (aside, then renamed): node_exporter's textfile collector never reads half a file.
+         return output("metrics", false, [f](const ReportContext& c) {
+           return written(f, history::openmetrics_text(entry_of(c)));
+         });
        }},
       {"--pushgateway", "push the figures to a Prometheus Pushgateway (http://host:port)",
-       [](const std::string& u) -> std::unique_ptr<Reporter> {
-         return std::make_unique<PushgatewayReporter>(u);
+       [](const std::string& url) {
+         return output("pushed", false, [url](const ReportContext& c) {
+           const auto& e = entry_of(c);
+           history::push_to_gateway(url, e, history::openmetrics_text(e));
+           return url;
+         });
        }},
       {"--summary-md",
        "a Markdown summary to FILE (verdict, failing gates with their intervals and words, links): a CI job "

@@ -5,7 +5,8 @@
 // certificate.html, JUnit, slurm_exclude.txt and healthy_cluster.json; and for each of these (and a
 // calibration) the OpenMetrics textfile, the Pushgateway push, the Markdown summary and the results
 // history. The suites, `cvs report`, fleet mode, certify and calibrate loop over the same list
-// (reporters()); a new format is one class and one line in reporters() or output_options().
+// (reporters()); a new format is one reporter (a class, or output(name, essential, write)) and one
+// line in reporters() or output_options().
 #pragma once
 
 #include <filesystem>

@@ -167,20 +167,17 @@ TEST(JsonFields, OneListWritesAndReadsARecord) {
   cvs::read_fields(cvs::JsonIn(j, "/probe", file, "write it again"), old, kProbeFields);
   EXPECT_DOUBLE_EQ(old.confidence, 0.95);
 
+  const auto refused_at = [&](const std::string& pointer) {
+    try {
+      Probe bad;
+      cvs::read_fields(cvs::JsonIn(j, "/probe", file, "write it again"), bad, kProbeFields);
+      return std::string("read");
+    } catch (const cvs::ConfigError& e) {
+      return std::string(e.what()).find(pointer) != std::string::npos ? std::string() : std::string(e.what());
+    }
+  };
   j["steps"] = "sixty";
-  try {
-    Probe bad;
-    cvs::read_fields(cvs::JsonIn(j, "/probe", file, "write it again"), bad, kProbeFields);
-    FAIL() << "read a string as steps";
-  } catch (const cvs::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("/probe/steps"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(refused_at("/probe/steps"), "") << "a string as steps";
   j.erase("steps");
-  try {
-    Probe bad;
-    cvs::read_fields(cvs::JsonIn(j, "/probe", file, "write it again"), bad, kProbeFields);
-    FAIL() << "read a record without its required steps";
-  } catch (const cvs::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("/probe/steps"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(refused_at("/probe/steps"), "") << "a record without its required steps";
 }

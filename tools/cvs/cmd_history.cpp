@@ -8,6 +8,7 @@
 #include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/base/text.hpp"
+#include "cvs/config/json_fields.hpp"
 #include "cvs/history/openmetrics.hpp"
 #include "cvs/history/store.hpp"
 #include "cvs/history/trend.hpp"
@@ -18,25 +19,33 @@ namespace {
 
 using J = nlohmann::ordered_json;
 
-J opt(const std::optional<double>& v) {
-  return v ? J(*v) : J(nullptr);
-}
+// The JSON rows of `sessions --json` and `node --json`: one field list each (the outcome beside it).
+constexpr auto kSessionRowFields = std::make_tuple(
+    field("id", &history::SessionRow::id), field("kind", &history::SessionRow::kind),
+    field("suite", &history::SessionRow::suite), field("started_at", &history::SessionRow::started_at),
+    field("config", &history::SessionRow::config_file),
+    field("config_sha256", &history::SessionRow::config_sha256),
+    field("cluster", &history::SessionRow::cluster), field("nodes", &history::SessionRow::nodes));
+constexpr auto kLedgerRowFields = std::make_tuple(
+    field("session", &history::LedgerRow::session_id), field("started_at", &history::LedgerRow::started_at),
+    field("kind", &history::LedgerRow::kind), field("config", &history::LedgerRow::config_file),
+    field("suspect", &history::LedgerRow::suspect), field("evidence", &history::LedgerRow::evidence),
+    field("figure", &history::LedgerRow::figure));
+constexpr auto kLemonFields =
+    std::make_tuple(field("node", &history::Lemon::node), field("suspect_in", &history::Lemon::suspect_in),
+                    field("of_last", &history::Lemon::of_last), field("evidence", &history::Lemon::evidence),
+                    field("trend_pct", &history::Lemon::trend_pct));
 
 int print_sessions(history::Store& s, const std::string& config, const std::string& cluster,
                    const std::string& since, bool json) {
   const auto rows = s.sessions(config, cluster, since);
   if (json) {
     J a = J::array();
-    for (const auto& r : rows)
-      a.push_back({{"id", r.id},
-                   {"kind", r.kind},
-                   {"suite", r.suite},
-                   {"started_at", r.started_at},
-                   {"status", history::outcome_text(r.status)},
-                   {"config", r.config_file},
-                   {"config_sha256", r.config_sha256},
-                   {"cluster", r.cluster},
-                   {"nodes", r.nodes}});
+    for (const auto& r : rows) {
+      J& j = a.emplace_back(J::object());
+      write_fields(j, r, kSessionRowFields);
+      j["status"] = history::outcome_text(r.status);
+    }
     std::cout << a.dump(2) << "\n";
     return kExitOk;
   }
@@ -57,15 +66,11 @@ int print_ledger(history::Store& s, const std::string& node, bool json) {
   }
   if (json) {
     J a = J::array();
-    for (const auto& r : rows)
-      a.push_back({{"session", r.session_id},
-                   {"started_at", r.started_at},
-                   {"kind", r.kind},
-                   {"config", r.config_file},
-                   {"outcome", history::outcome_text(r.outcome)},
-                   {"suspect", r.suspect},
-                   {"evidence", r.evidence},
-                   {"figure", opt(r.figure)}});
+    for (const auto& r : rows) {
+      J& j = a.emplace_back(J::object());
+      write_fields(j, r, kLedgerRowFields);
+      j["outcome"] = history::outcome_text(r.outcome);
+    }
     std::cout << a.dump(2) << "\n";
     return kExitOk;
   }
@@ -82,12 +87,7 @@ int print_lemons(history::Store& s, int k, int n, double fall, bool json) {
   const auto rows = s.lemons(k, n, fall);
   if (json) {
     J a = J::array();
-    for (const auto& l : rows)
-      a.push_back({{"node", l.node},
-                   {"suspect_in", l.suspect_in},
-                   {"of_last", l.of_last},
-                   {"evidence", l.evidence},
-                   {"trend_pct", opt(l.trend_pct)}});
+    for (const auto& l : rows) write_fields(a.emplace_back(J::object()), l, kLemonFields);
     std::cout << a.dump(2) << "\n";
     return kExitOk;
   }

@@ -8,8 +8,9 @@
 //
 // A required field must be in the file; an optional one keeps the struct's default when it is not
 // (files written before the field existed). Members: std::string, bool, double, any integer,
-// std::vector<std::string>, a JSON value (kept as it was), std::optional<double> (none: null when
-// the field is required, left out when it is optional).
+// std::vector<std::string>, a JSON value (kept as it was), std::optional of a double, a long long
+// or a string: none is written null by `field`, left out by `optional_field`, and read from a key
+// absent or null by either.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,21 @@ constexpr JsonField<T, M> optional_field(const char* key, M T::*member) {
   return {key, member, false};
 }
 
+// An enum member written as its word in `table` (base/enum_names.hpp); optional: absent keeps the
+// struct's default; a word not in the table is a ConfigError naming the words there are.
+template <class T, class E, std::size_t N>
+struct JsonEnumField {
+  const char* key;
+  E T::*member;
+  const EnumWord<E> (*table)[N];
+  bool required;
+};
+template <class T, class E, std::size_t N>
+constexpr JsonEnumField<T, E, N> optional_enum_field(const char* key, E T::*member,
+                                                     const EnumWord<E> (&table)[N]) {
+  return {key, member, &table, false};
+}
+
 namespace json_fields_detail {
 
 template <class M>
@@ -56,16 +72,25 @@ void read_one(const JsonIn& in, const char* k, bool required, M& v) {
     v = in.strings(k);
   } else if constexpr (std::is_same_v<M, std::optional<double>>) {
     v = in.nullable_num(k);
+  } else if constexpr (std::is_same_v<M, std::optional<long long>>) {
+    v = in.nullable_int(k);
+  } else if constexpr (std::is_same_v<M, std::optional<std::string>>) {
+    v = in.opt_str(k);
   } else {
     static_assert(std::is_same_v<M, nlohmann::ordered_json>, "a member type json_fields.hpp reads");
     v = in.at(k);
   }
 }
 
+template <class M>
+struct is_optional : std::false_type {};
+template <class X>
+struct is_optional<std::optional<X>> : std::true_type {};
+
 template <class T, class M>
 void write_one(nlohmann::ordered_json& j, const JsonField<T, M>& f, const T& record) {
   const M& v = record.*(f.member);
-  if constexpr (std::is_same_v<M, std::optional<double>>) {
+  if constexpr (is_optional<M>::value) {
     if (v)
       j[f.key] = *v;
     else if (f.required)
@@ -73,6 +98,22 @@ void write_one(nlohmann::ordered_json& j, const JsonField<T, M>& f, const T& rec
   } else {
     j[f.key] = v;
   }
+}
+
+template <class T, class M>
+void read_field(const JsonIn& in, const JsonField<T, M>& f, T& record) {
+  read_one(in, f.key, f.required, record.*(f.member));
+}
+
+template <class T, class E, std::size_t N>
+void read_field(const JsonIn& in, const JsonEnumField<T, E, N>& f, T& record) {
+  if (!f.required && !in.has(f.key)) return;
+  record.*(f.member) = in.one_of(f.key, *f.table);
+}
+
+template <class T, class E, std::size_t N>
+void write_one(nlohmann::ordered_json& j, const JsonEnumField<T, E, N>& f, const T& record) {
+  j[f.key] = word_of(*f.table, record.*(f.member));
 }
 
 }  // namespace json_fields_detail
@@ -86,11 +127,7 @@ void write_fields(nlohmann::ordered_json& j, const T& record, const std::tuple<F
 // Each field of `record` from `in` (the object a JsonIn reads).
 template <class T, class... F>
 void read_fields(const JsonIn& in, T& record, const std::tuple<F...>& fields) {
-  std::apply(
-      [&](const auto&... f) {
-        (json_fields_detail::read_one(in, f.key, f.required, record.*(f.member)), ...);
-      },
-      fields);
+  std::apply([&](const auto&... f) { (json_fields_detail::read_field(in, f, record), ...); }, fields);
 }
 
 }  // namespace cvs

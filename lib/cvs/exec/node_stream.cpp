@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace cvs {
 
-// The words are the node states' own (catalog/node_state.cpp); a frame carries four of them.
+// The words are the node states' own (catalog/node_state.hpp); a frame carries four of them.
 std::optional<NodeState> frame_state(std::string_view word) {
   const auto s = node_state_from_string(word);
   if (s == NodeState::Running || s == NodeState::Exited || s == NodeState::Gone || s == NodeState::Stopped)

@@ -24,38 +24,36 @@ J number_or_null(double v) {
   return std::isfinite(v) ? J(v) : J(nullptr);
 }
 
-template <class T>
-J opt(const std::optional<T>& o) {
-  return o ? J(*o) : J(nullptr);
-}
-
 // The reader of the tool's own files (config/json_in.hpp); the root carries this file's fix.
 using In = JsonIn;
 
 // ---- writing ---------------------------------------------------------------------------------
 
+// A run's records, one field list each for the writer and the reader (every key optional: a
+// record written before it reads as the defaults); a node's state and telemetry beside its list.
+constexpr auto kRunFields =
+    std::make_tuple(optional_field("ok", &RunRecord::ok), optional_field("failure", &RunRecord::failure),
+                    optional_field("wall_seconds", &RunRecord::wall_seconds),
+                    optional_field("timed_out", &RunRecord::timed_out));
+constexpr auto kErrorLineFields = std::make_tuple(
+    optional_field("node", &ErrorLineRecord::node), optional_field("pattern", &ErrorLineRecord::pattern),
+    optional_field("line_no", &ErrorLineRecord::line_no), optional_field("line", &ErrorLineRecord::line));
+constexpr auto kNodeRunFields = std::make_tuple(
+    optional_field("node", &NodeRunRecord::node), optional_field("rank", &NodeRunRecord::rank),
+    optional_enum_field("state", &NodeRunRecord::state, kNodeStateWords),
+    optional_field("exit_code", &NodeRunRecord::exit_code),
+    optional_field("remote_log", &NodeRunRecord::remote_log), optional_field("log", &NodeRunRecord::log),
+    field("last_step", &NodeRunRecord::last_step), optional_field("errors", &NodeRunRecord::errors));
+
 J run_json(const RunRecord& o) {
-  J j;
-  j["ok"] = o.ok;
-  j["failure"] = o.failure;
-  j["wall_seconds"] = o.wall_seconds;
-  j["timed_out"] = o.timed_out;
-  if (o.first_error)
-    j["first_error"] = {{"node", o.first_error->node},
-                        {"pattern", o.first_error->pattern},
-                        {"line_no", o.first_error->line_no},
-                        {"line", o.first_error->line}};
+  J j = J::object();
+  write_fields(j, o, kRunFields);
+  if (o.first_error) write_fields(j["first_error"] = J::object(), *o.first_error, kErrorLineFields);
   J nodes = J::array();
   for (const auto& n : o.nodes) {
-    nodes.push_back({{"node", n.node},
-                     {"rank", n.rank},
-                     {"state", std::string(to_string(n.state))},
-                     {"exit_code", n.exit_code},
-                     {"remote_log", n.remote_log},
-                     {"log", n.log},
-                     {"last_step", opt(n.last_step)},
-                     {"errors", n.errors}});
-    if (n.telemetry) nodes.back()["telemetry"] = to_json(*n.telemetry);
+    J& nj = nodes.emplace_back(J::object());
+    write_fields(nj, n, kNodeRunFields);
+    if (n.telemetry) nj["telemetry"] = to_json(*n.telemetry);
   }
   j["nodes"] = nodes;
   if (o.maxtext_yaml) j["maxtext_yaml"] = *o.maxtext_yaml;
@@ -180,23 +178,29 @@ void config_json(J& r, const Results& res) {
   }
 }
 
+// The checkpoint record, one list for the writer and the reader; its two runs beside it. Its
+// figures are null when there are none (a reader of an earlier file finds them absent).
+constexpr auto kCheckpointFields = std::make_tuple(
+    optional_field("sweep", &CheckpointRecord::sweep),
+    optional_field("run_name", &CheckpointRecord::run_name),
+    optional_field("passed", &CheckpointRecord::passed),
+    optional_field("message", &CheckpointRecord::message), field("saved_step", &CheckpointRecord::saved_step),
+    field("restored_step", &CheckpointRecord::restored_step),
+    field("resumed_first_step", &CheckpointRecord::resumed_first_step),
+    field("boundary_loss_phase1", &CheckpointRecord::boundary_loss_phase1),
+    field("boundary_loss_phase2", &CheckpointRecord::boundary_loss_phase2),
+    field("checkpoint_save_seconds", &CheckpointRecord::save_seconds),
+    field("checkpoint_load_seconds", &CheckpointRecord::load_seconds),
+    optional_field("max_save_seconds", &CheckpointRecord::max_save_seconds),
+    optional_field("max_load_seconds", &CheckpointRecord::max_load_seconds),
+    optional_field("deleted_ckpt_dir", &CheckpointRecord::deleted_ckpt_dir));
+
 J checkpoint_json(const CheckpointRecord& ck) {
-  return {{"sweep", ck.sweep},
-          {"run_name", ck.run_name},
-          {"passed", ck.passed},
-          {"message", ck.message},
-          {"saved_step", opt(ck.saved_step)},
-          {"restored_step", opt(ck.restored_step)},
-          {"resumed_first_step", opt(ck.resumed_first_step)},
-          {"boundary_loss_phase1", opt(ck.boundary_loss_phase1)},
-          {"boundary_loss_phase2", opt(ck.boundary_loss_phase2)},
-          {"checkpoint_save_seconds", opt(ck.save_seconds)},
-          {"checkpoint_load_seconds", opt(ck.load_seconds)},
-          {"max_save_seconds", ck.max_save_seconds},
-          {"max_load_seconds", ck.max_load_seconds},
-          {"deleted_ckpt_dir", ck.deleted_ckpt_dir},
-          {"phase1", run_json(ck.phase1)},
-          {"phase2", ck.phase2 ? run_json(*ck.phase2) : J(nullptr)}};
+  J j = J::object();
+  write_fields(j, ck, kCheckpointFields);
+  j["phase1"] = run_json(ck.phase1);
+  j["phase2"] = ck.phase2 ? run_json(*ck.phase2) : J(nullptr);
+  return j;
 }
 
 J baseline_json(const BaselineRecord& b) {
@@ -211,31 +215,13 @@ J baseline_json(const BaselineRecord& b) {
 
 RunRecord read_run(const In& in) {
   RunRecord o;
-  o.ok = in.boolean("ok");
-  o.failure = in.str("failure");
-  o.wall_seconds = in.num("wall_seconds");
-  o.timed_out = in.boolean("timed_out");
-  if (in.has("first_error")) {
-    const In e = in.object("first_error");
-    o.first_error =
-        ErrorLineRecord{e.str("node"), e.str("pattern"), e.integer<long long>("line_no"), e.str("line")};
-  }
+  read_fields(in, o, kRunFields);
+  if (in.has("first_error")) read_fields(in.object("first_error"), o.first_error.emplace(), kErrorLineFields);
   for (std::size_t i = 0; i < in.array("nodes").size(); ++i) {
     const In n = in.element("nodes", i);
-    NodeRunRecord r{n.str("node"),
-                    n.integer<int>("rank"),
-                    NodeState::NotStarted,
-                    n.integer<int>("exit_code", -1),
-                    n.str("remote_log"),
-                    n.str("log"),
-                    n.nullable_int("last_step"),
-                    n.integer<std::size_t>("errors"),
-                    {}};
+    NodeRunRecord& r = o.nodes.emplace_back();
+    read_fields(n, r, kNodeRunFields);
     if (n.has("telemetry")) r.telemetry = telemetry_from_json(n.object("telemetry"));
-    const auto state = node_state_from_string(n.str("state", "not started"));
-    if (!state) n.fail(n.at_ptr("state"), "is not a node state");
-    r.state = *state;
-    o.nodes.push_back(std::move(r));
   }
   o.maxtext_yaml = in.opt_str("maxtext_yaml");
   return o;
@@ -439,20 +425,7 @@ void read_provenance(const In& root, Results& r) {
 
 CheckpointRecord read_checkpoint(const In& in) {
   CheckpointRecord ck;
-  ck.sweep = in.str("sweep");
-  ck.run_name = in.str("run_name");
-  ck.passed = in.boolean("passed");
-  ck.message = in.str("message");
-  ck.saved_step = in.nullable_int("saved_step");
-  ck.restored_step = in.nullable_int("restored_step");
-  ck.resumed_first_step = in.nullable_int("resumed_first_step");
-  ck.boundary_loss_phase1 = in.nullable_num("boundary_loss_phase1");
-  ck.boundary_loss_phase2 = in.nullable_num("boundary_loss_phase2");
-  ck.save_seconds = in.nullable_num("checkpoint_save_seconds");
-  ck.load_seconds = in.nullable_num("checkpoint_load_seconds");
-  ck.max_save_seconds = in.num("max_save_seconds");
-  ck.max_load_seconds = in.num("max_load_seconds");
-  ck.deleted_ckpt_dir = in.boolean("deleted_ckpt_dir");
+  read_fields(in, ck, kCheckpointFields);
   if (in.has("phase1")) ck.phase1 = read_run(in.object("phase1"));
   if (const J* p2 = in.find("phase2"); p2 && !p2->is_null()) ck.phase2 = read_run(in.object("phase2"));
   return ck;
