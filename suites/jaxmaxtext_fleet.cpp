@@ -117,13 +117,6 @@ cvs::fleet::NodeRuns node_runs(const FleetOptions& o, const fs::path& root, cons
   return r;
 }
 
-void write_pairs_outputs(const fs::path& dir, const cvs::PairsResult& pairs) {
-  cvs::fleet::write_json(dir / "pairs.json", cvs::pairs_json(pairs));
-  std::ofstream links(dir / "slow_links.txt");
-  for (const auto& [a, b] : pairs.slow_links)
-    links << a << "\t" << b << "\tslow together, each fast with a known-good node\n";
-}
-
 int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
   cvs::fleet::Allocation allocation(cluster, "fleet");
   if (auto why = allocation.acquire(); !why.empty()) {
@@ -144,7 +137,7 @@ int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
       auto spec = node_runs(o, o.output / "pairs", o.pairs_config);
       spec.thresholds.clear();
       pairs = cvs::fleet::run_pairs(spec, cluster, healthy, o.policy.min_deviation);
-      write_pairs_outputs(o.output, *pairs);
+      cvs::write_pairs_outputs(o.output, *pairs);
       if (cvs::g_interrupted.load()) {  // runs cut short or never started say nothing of a link
         spdlog::warn(
             "fleet pairs: interrupted (Ctrl-C): their findings are not counted (pairs.json has the runs)");

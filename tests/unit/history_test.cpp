@@ -20,6 +20,7 @@
 #include "cvs/logs/logscan.hpp"
 #include "cvs/results/results_file.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/trend_page.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -205,7 +206,7 @@ TEST(HistoryTrend, OneShiftIsOneChangePointAttributedToTheFieldThatChanged) {
                 "tokens_per_sec_per_gpu -11 % from 2026-11-13, when maxtext_version 0.2.5 -> 0.2.6 changed"),
             std::string::npos)
       << cps[0].words;
-  const auto html = cvs::history::render_trend_html("cpu", "tokens_per_sec_per_gpu", pts, cps);
+  const auto html = cvs::report::render_trend_html("cpu", "tokens_per_sec_per_gpu", pts, cps);
   EXPECT_NE(html.find("class=\"cp\""), std::string::npos);
   EXPECT_EQ(html.find("http"), std::string::npos) << "self-contained";
 }

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "cvs/base/text.hpp"
 #include "cvs/base/utc_time.hpp"
 #include "cvs/config/cluster.hpp"
 #include "cvs/history/store.hpp"
@@ -98,7 +99,7 @@ void write_calibration(const fs::path& dest, const ordered_json& file) {
     fs::rename(dest, kept);
     std::cerr << "cvs calibrate: the earlier calibration is kept as " << kept.string() << "\n";
   }
-  std::ofstream(dest) << file.dump(2) << "\n";
+  write_file_whole(dest, file.dump(2) + "\n");  // aside, then renamed: never half a calibration
   std::cout << fs::absolute(dest).string() << "\n";
 }
 

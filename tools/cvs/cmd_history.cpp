@@ -12,6 +12,7 @@
 #include "cvs/history/openmetrics.hpp"
 #include "cvs/history/store.hpp"
 #include "cvs/history/trend.hpp"
+#include "cvs/trend_page.hpp"
 
 namespace cvs::cli {
 namespace fs = std::filesystem;
@@ -111,7 +112,7 @@ int print_trend(history::Store& s, const std::string& config, const std::string&
   const auto cps = history::change_points(pts, metric);
   if (!out.empty()) {  // a page already there is someone's: never overwritten
     if (fs::exists(out)) throw BadInput("cvs history trend: " + out + " exists: name a new file (--out)");
-    write_file_whole(out, history::render_trend_html(config, metric, pts, cps));
+    write_file_whole(out, report::render_trend_html(config, metric, pts, cps));
     std::cerr << "cvs history trend: wrote " << out << "\n";
   }
   if (json) {

@@ -181,7 +181,7 @@ class LinksTier final : public Tier {
   void run(Certification& c, TierRecord& t) const override {
     const auto spec = c.spec("jaxmaxtext_distributed", c.in.distributed_config, t.dir, "", "certify links");
     const auto pairs = c.runner.pairs(spec, c.cert().healthy(), c.o.policy.min_deviation);
-    fleet::write_json(fs::path(t.dir) / "pairs.json", pairs_json(pairs));
+    write_pairs_outputs(t.dir, pairs);
     bool any = false;
     for (const auto& p : pairs.runs) {
       t.node_minutes += 2 * p.seconds / 60;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cvs/base/format.hpp"
+#include "cvs/base/text.hpp"
 #include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
@@ -218,6 +219,14 @@ nlohmann::ordered_json pairs_json(const PairsResult& pairs) {
   for (const auto& [a, b] : pairs.slow_links) links.push_back({a, b});
   j["slow_links"] = links;
   return j;
+}
+
+void write_pairs_outputs(const std::filesystem::path& dir, const PairsResult& pairs) {
+  write_file_whole(dir / "pairs.json", pairs_json(pairs).dump(2) + "\n");
+  std::string links;
+  for (const auto& [a, b] : pairs.slow_links)
+    links += a + "\t" + b + "\tslow together, each fast with a known-good node\n";
+  write_file_whole(dir / "slow_links.txt", links);
 }
 
 }  // namespace cvs

@@ -14,6 +14,7 @@
 // one run at a time); the runner runs a batch at once.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -61,5 +62,9 @@ PairsResult localise_links(const std::vector<std::string>& nodes, const PairRunn
 void apply_pair_findings(FleetScore& score, const PairsResult& pairs);
 
 nlohmann::ordered_json pairs_json(const PairsResult& pairs);
+// The pair runs' files, each written whole (fleet mode's and certify's links tier): pairs.json
+// (every run: schema_version, the reference, each pair's figures) and slow_links.txt (a, tab, b,
+// tab, why: one line per slow link).
+void write_pairs_outputs(const std::filesystem::path& dir, const PairsResult& pairs);
 
 }  // namespace cvs

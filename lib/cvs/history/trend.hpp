@@ -1,5 +1,5 @@
 // A metric's history across sessions: where its level changed (change points), which provenance
-// fields changed there, and a self-contained HTML page of it (`cvs history trend`).
+// fields changed there (`cvs history trend`; its page is reports/cvs/trend_page.hpp).
 //
 // Change points by binary segmentation: in a run of sessions, the split that maximises Welch's
 // t between the mean estimates before and after it (each side at least kMinSegment sessions) is a
@@ -33,8 +33,5 @@ std::vector<ChangePoint> change_points(const std::vector<TrendPoint>& points, co
 // Every provenance change between consecutive sessions: (index of the later session, the fields).
 std::vector<std::pair<std::size_t, std::vector<std::tuple<std::string, std::string, std::string>>>>
 provenance_changes(const std::vector<TrendPoint>& points);
-
-std::string render_trend_html(const std::string& config, const std::string& metric,
-                              const std::vector<TrendPoint>& points, const std::vector<ChangePoint>& changes);
 
 }  // namespace cvs::history
