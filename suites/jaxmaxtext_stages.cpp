@@ -38,7 +38,7 @@ void report(const StageResult& r) {
     case StageResult::Status::Fail:
       FAIL() << r.message;
     case StageResult::Status::Error:  // JUnit <error> (rewritten after the run), outcome ERROR
-      ::testing::Test::RecordProperty("outcome", "ERROR");
+      ::testing::Test::RecordProperty("outcome", cvs::to_string(cvs::Outcome::Error));
       FAIL() << "ERROR: " << r.message;
     case StageResult::Status::Pass:
       break;

@@ -66,7 +66,8 @@ std::string session_markdown(const Results& r, const std::string& folder) {
 std::string fleet_markdown(const FleetReport& f, const std::string& folder) {
   const auto suspects = f.score.suspects();
   std::string md = fmt::format("## jaxmaxtext_fleet: **{}**\n\n{} node(s), {} suspect(s).\n\n",
-                               suspects.empty() ? "PASS" : "FAIL", f.score.nodes.size(), suspects.size());
+                               to_string(suspects.empty() ? Outcome::Pass : Outcome::Fail),
+                               f.score.nodes.size(), suspects.size());
   if (!suspects.empty()) {
     md += "| Node | Why |\n|---|---|\n";
     for (const auto& n : f.score.nodes)

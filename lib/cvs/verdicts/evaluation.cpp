@@ -157,7 +157,8 @@ void decide_on_point(Evaluation& e, const RunMetrics& run, bool enforce) {
   }
   if (!enforce) {
     e.outcome = Outcome::Record;
-    e.message = cmp + " (enforce_thresholds is false: would " + (ok ? "PASS" : "FAIL") + ")";
+    e.message =
+        cmp + " (enforce_thresholds is false: would " + to_string(ok ? Outcome::Pass : Outcome::Fail) + ")";
     return;
   }
   e.outcome = ok ? Outcome::Pass : Outcome::Fail;
@@ -215,7 +216,7 @@ Evaluation evaluate_loss_curve(const RunMetrics& run, const LossCurve& lc, bool 
   if (!loss_curve_gated(lc, enforce_thresholds)) {
     e.outcome = Outcome::Record;
     e.message += !lc.enforce ? " (loss_curve.enforce is false" : " (enforce_thresholds is false";
-    e.message += std::string(": would ") + (ok ? "PASS" : "FAIL") + ")";
+    e.message += ": would " + to_string(ok ? Outcome::Pass : Outcome::Fail) + ")";
     return e;
   }
   e.outcome = ok ? Outcome::Pass : Outcome::Fail;
