@@ -52,6 +52,10 @@ struct MetricSpec {
   bool interval;  // steady_state gives an interval estimate (a speed gate decided on it)
   bool speed;     // throughput or step time: depends on the machine, needs a calibration
   int decimals;   // the most decimals a figure of it is shown with (-1: 6 significant digits)
+  // Fleet mode scores a node on it: one figure per question (tokens/s: TFLOP/s and the totals are
+  // the same figure scaled; the median step time: the mean follows the throughput, p95 and the
+  // last-10 averages of a short run are its noisiest; the loss).
+  bool fleet_scored;
 };
 
 // In report order.

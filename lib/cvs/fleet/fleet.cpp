@@ -138,10 +138,8 @@ void baseline_evidence(const FleetNode& n, const FleetPolicy& policy, NodeScore&
 }  // namespace
 
 bool is_fleet_metric(const std::string& metric) {
-  // One figure per question: tokens/s (TFLOP/s and the totals are the same figure scaled), the
-  // median step time (the mean follows the throughput; p95 and the last-10 averages of a short
-  // run are its noisiest figures), and the loss.
-  return metric == "tokens_per_sec_per_gpu" || metric == "step_time_p50_ms" || metric == "final_loss";
+  const auto* m = find_metric(metric);  // the catalog row says (fleet_scored)
+  return m && m->fleet_scored;
 }
 
 std::vector<std::string> FleetScore::suspects() const {
