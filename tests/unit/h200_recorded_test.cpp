@@ -132,7 +132,7 @@ TEST(H200Recorded, ThePointFiguresLeaveOutTheAsynchronousStep) {
   EXPECT_GT(*m.get(cvs::Metric::StepTimeMeanMs), 1500.0);
   bool said = false;
   for (const auto& n : m.notes)
-    said = said || n.find("step 2 (0.019 s) left out of the point figures") != std::string::npos;
+    said = said || n.find("step 2 (0.019 s) left out of the speed figures") != std::string::npos;
   EXPECT_TRUE(said);
   // The 1B model's step 2 too (0.019 s among 0.15 s steps).
   EXPECT_EQ(metrics_of(cvs::test::data("h200/llama1b_cal_repeat1.training.log")).async_dropped_steps,

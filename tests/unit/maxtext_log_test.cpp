@@ -221,3 +221,40 @@ TEST(MaxtextLog, AStepLineWithFieldsMissingOrReorderedIsStillAStep) {
   EXPECT_NE(out.out.find("nan_rate.log:1: non-finite TFLOP/s/device"), std::string::npos) << out.out;
   EXPECT_NE(out.out.find("\"steps\": 1"), std::string::npos) << out.out;
 }
+
+// Lines of other people's published logs (tests/data/maxtext_corpus): 2023's TFLOP/s, a comma
+// and two spaces, main_model_loss and lm_loss, per-host prefixes, profiler windows.
+TEST(MaxtextLog, PublishedStepLineForms) {
+  auto r = parse_maxtext_line("# completed step: 2, seconds: 0.206, TFLOP/s: 72.958, loss: 9.352")->step;
+  ASSERT_TRUE(r);
+  EXPECT_DOUBLE_EQ(*r->tflops_per_device, 72.958);
+  EXPECT_FALSE(r->tokens_per_device);
+  r = parse_maxtext_line("completed step: 0, seconds: 74.031, TFLOP/s/device: 37.835,  loss: 13.424")->step;
+  ASSERT_TRUE(r && r->loss_logged);
+  EXPECT_DOUBLE_EQ(r->loss, 13.424);
+  r = parse_maxtext_line(
+          "completed step: 4, seconds: 49.994, TFLOP/s/device: 56.026, main_model_loss: 11.337")
+          ->step;
+  ASSERT_TRUE(r && r->loss_logged);
+  EXPECT_DOUBLE_EQ(r->loss, 11.337);
+  r = parse_maxtext_line(
+          "completed step: 3, seconds: 1, TFLOP/s/device: 1, loss: 12.5, main_model_loss: 11.0, mtp_loss: "
+          "1.5")
+          ->step;
+  EXPECT_DOUBLE_EQ(r->loss, 12.5) << "the total training loss when the line has it";
+  r = parse_maxtext_line("completed step: 3, seconds: 1, lm_loss: 12.979, perplexity: 433110.281")->step;
+  EXPECT_DOUBLE_EQ(r->loss, 12.979);
+  EXPECT_EQ(cvs::host_of_prefix("(run_maxtext_train pid=80538, ip=10.130.0.12) "), "10.130.0.12");
+  EXPECT_EQ(cvs::host_of_prefix("3: "), "task 3");
+  EXPECT_EQ(cvs::host_of_prefix("[1,7]<stdout>:"), "rank 7");
+  EXPECT_EQ(cvs::host_of_prefix("[pod/worker-2/jax] "), "worker-2");
+  EXPECT_EQ(cvs::host_of_prefix("I0317 10:00:13.224641 125344476638336 metric_logger.py:181] "), "");
+  EXPECT_EQ(cvs::host_of_prefix("# "), "");
+  EXPECT_EQ(*parse_maxtext_line("# Capture range started in the application.")->profiler,
+            cvs::MarkerKind::ProfilerStart);
+  EXPECT_EQ(*parse_maxtext_line("I0811 21:55:27.300535 7 profiler_session.cc:136] Profiler session started.")
+                 ->profiler,
+            cvs::MarkerKind::ProfilerStart);
+  EXPECT_EQ(*parse_maxtext_line("# Capture range ended in the application.")->profiler,
+            cvs::MarkerKind::ProfilerEnd);
+}

@@ -35,20 +35,48 @@ TEST(Metrics, WarmupIsTheFirstTwoRecordsByPosition) {
   EXPECT_EQ(*m.get("loss_decreased"), 1.0);
 }
 
+// A record the log says holds an eval (or a checkpoint save, or a profiler window) and that is
+// over 1.5x the steps around it is no step's time: left out of every speed figure, named; a slow
+// step the log says nothing about stays (it is what a speed gate is for).
+TEST(Metrics, AStepThatHoldsAnEvalIsLeftOutAndSaid) {
+  std::vector<cvs::StepRecord> s = {step(0, 20, 5), step(1, 1, 5)};
+  for (long long n = 2; n < 12; ++n) s.push_back(step(n, n == 7 ? 9.0 : 1.0, 5, 100, 1000));
+  s.push_back(step(12, 6.0, 5, 100.0 / 6, 1000.0 / 6));  // after the eval of step 11
+  auto m = cvs::compute_metrics(s, {{11, 4.0}}, {});
+  ASSERT_EQ(m.excluded.size(), 1u);
+  EXPECT_EQ(m.excluded[0].step, 12);
+  EXPECT_EQ(m.excluded[0].rule, cvs::ExcludedBecause::Eval);
+  EXPECT_DOUBLE_EQ(*m.get("step_time_seconds"), 18.0 / 10);  // steps 2-11, the slow step 7 in it
+  bool said = false;
+  for (const auto& n : m.notes) said = said || n.find("includes the eval after step 11") != std::string::npos;
+  EXPECT_TRUE(said);
+  // A profiler window the log opens and closes around step 5.
+  std::vector<cvs::StepRecord> p = {step(0, 20, 5), step(1, 1, 5)};
+  for (long long n = 2; n < 12; ++n) {
+    p.push_back(step(n, n == 5 ? 4.0 : 1.0, 5));
+    p.back().line_no = n * 10;
+  }
+  auto mp = cvs::compute_metrics(
+      p, {}, {}, {{cvs::MarkerKind::ProfilerStart, -1, 45}, {cvs::MarkerKind::ProfilerEnd, -1, 55}});
+  ASSERT_EQ(mp.excluded.size(), 1u);
+  EXPECT_EQ(mp.excluded[0].rule, cvs::ExcludedBecause::Profiler);
+  EXPECT_DOUBLE_EQ(*mp.get("step_time_seconds"), 1.0);
+}
+
 TEST(Metrics, ThroughputIsWorkOverTimeNotAMeanOfRates) {
-  // The same work per step (3000 tokens) in 3 s and in 1 s.
+  // The same work per step (3000 tokens) in 3 s and twice in 1.5 s.
   std::vector<cvs::StepRecord> s = {step(0, 9, 5), step(1, 9, 5), step(2, 3, 5, 100, 1000),
-                                    step(3, 1, 5, 300, 3000)};
+                                    step(3, 1.5, 5, 200, 2000), step(4, 1.5, 5, 200, 2000)};
   auto m = cvs::compute_metrics(s, {}, {});
-  EXPECT_DOUBLE_EQ(*m.get("tokens_per_sec_per_gpu"), 1500.0);  // 6000 tokens / 4 s, not (1000 + 3000) / 2
+  EXPECT_DOUBLE_EQ(*m.get("tokens_per_sec_per_gpu"), 1500.0);  // 9000 tokens / 6 s, not (1000 + 2 x 2000) / 3
   EXPECT_DOUBLE_EQ(*m.get("tflops_per_sec_per_gpu"), 150.0);
-  EXPECT_DOUBLE_EQ(*m.get("last_10_steps_tokens_per_second_per_gpu_avg"), 2000.0);
+  EXPECT_DOUBLE_EQ(*m.get("last_10_steps_tokens_per_second_per_gpu_avg"), 5000.0 / 3);
 }
 
 TEST(Metrics, ARateRoundedToZeroAddsItsTimeNotAZeroFigure) {
   // MaxText prints 3 decimals: 0.000 on one step must not make the run's TFLOP/s 0.
   std::vector<cvs::StepRecord> s = {step(0, 1, 5), step(1, 1, 5), step(2, 1, 5, 0.0, 1000),
-                                    step(3, 1, 5, 0.002, 1000)};
+                                    step(3, 1, 5, 0.002, 1000), step(4, 1, 5, 0.001, 1000)};
   auto m = cvs::compute_metrics(s, {}, {});
   ASSERT_TRUE(m.get("tflops_per_sec_per_gpu"));
   EXPECT_DOUBLE_EQ(*m.get("tflops_per_sec_per_gpu"), 0.001);
@@ -60,7 +88,7 @@ TEST(Metrics, ARateRoundedToZeroAddsItsTimeNotAZeroFigure) {
 
 TEST(Metrics, TotalsAndScalingEfficiency) {
   std::vector<cvs::StepRecord> s = {step(0, 1, 5), step(1, 1, 5), step(2, 1, 5, 100, 1000),
-                                    step(3, 1, 5, 100, 1000)};
+                                    step(3, 1, 5, 100, 1000), step(4, 1, 5, 100, 1000)};
   cvs::MetricsContext ctx;
   ctx.num_nodes = 2;
   ctx.gpus_per_node = 8;
@@ -148,9 +176,10 @@ TEST(Metrics, FromTheRealCpuLog) {
   EXPECT_DOUBLE_EQ(*m.get("initial_loss"), 6.037);
   EXPECT_DOUBLE_EQ(*m.get("final_loss"), 5.905);
   EXPECT_EQ(*m.get("loss_decreased"), 1.0);
-  // 12 steps - 2 warm-up - step 2, MaxText's asynchronous step (0.004 s among 0.007-0.024 s)
-  EXPECT_EQ(m.step_times_s.size(), 9u);
-  EXPECT_EQ(m.async_dropped_steps, std::vector<long long>{2});
+  // 12 steps - 2 warm-up - step 2, MaxText's asynchronous step (0.004 s among 0.007-0.024 s), and
+  // step 3, its catch-up (0.022 s, over 1.5x the median 0.013 s of the steps after it)
+  EXPECT_EQ(m.step_times_s.size(), 8u);
+  EXPECT_EQ(m.async_dropped_steps, (std::vector<long long>{2, 3}));
   EXPECT_GT(*m.get("tokens_per_sec_per_gpu"), 0);
 }
 

@@ -2,9 +2,11 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include "cli_parse.hpp"
 #include "commands.hpp"
+#include "cvs/base/format.hpp"
 #include "cvs/config/config.hpp"
 #include "cvs/config/text_file.hpp"
 #include "cvs/logs/logscan.hpp"
@@ -24,16 +26,46 @@ struct FirstNonFinite {
   }
 };
 
-// The first log's records, into the metrics as they are parsed.
+// One host's view of the run: its own series (a log of one stream has one, named "").
+struct HostView {
+  std::string host;
+  StepSeries series;
+  FirstNonFinite nonfinite;
+  HostView(std::string h, const MetricsContext& ctx) : host(std::move(h)), series(ctx, false) {}
+};
+
+// The first log's records, into the metrics as they are parsed, each step into its host's series
+// (Ray, srun, MPI and kubectl prefixes name the host; every host is a view of the same run, so
+// the warm-up is the run's first steps whichever host logged them). Evals and markers reach
+// every host's series.
 struct ToSeries : RecordSink {
-  StepSeries& s;
-  FirstNonFinite& nonfinite;
-  ToSeries(StepSeries& series, FirstNonFinite& nf) : s(series), nonfinite(nf) {}
-  void step(const StepRecord& r) override {
-    nonfinite.check(r);
-    s.add(r);
+  MetricsContext ctx;
+  std::vector<std::unique_ptr<HostView>> hosts;
+  std::vector<EvalRecord> evals;
+  std::optional<long long> run_first_step;
+  explicit ToSeries(const MetricsContext& c) : ctx(c) {}
+  HostView& of(const std::string& host) {
+    for (auto& h : hosts)
+      if (h->host == host) return *h;
+    MetricsContext c = ctx;
+    c.run_first_step = run_first_step;
+    hosts.push_back(std::make_unique<HostView>(host, c));
+    for (const auto& e : evals) hosts.back()->series.add_eval(e);
+    return *hosts.back();
   }
-  void eval(const EvalRecord& e) override { s.add_eval(e); }
+  void step(const StepRecord& r) override {
+    if (!run_first_step) run_first_step = r.step;
+    auto& h = of(r.host);
+    h.nonfinite.check(r);
+    h.series.add(r);
+  }
+  void eval(const EvalRecord& e) override {
+    evals.push_back(e);
+    for (auto& h : hosts) h->series.add_eval(e);
+  }
+  void marker(const StepMarker& m) override {
+    for (auto& h : hosts) h->series.add_marker(m);
+  }
 };
 
 // Another log's records: read for its error lines only.
@@ -55,9 +87,10 @@ void apply_config(const std::string& config, bool devices, bool confidence, Metr
   if (confidence) ctx.confidence = cfg.statistics.confidence;
 }
 
-// A step whose loss or rate is not finite: said on stderr, where it was read, and in the output.
-void report_nonfinite(const FirstNonFinite& nonfinite, const std::string& source,
-                      nlohmann::ordered_json& out) {
+// A step whose loss or rate is not finite: said on stderr, where it was read, and in the output
+// (its own record and an entry of "errors"). A NaN loss is the training's, a NaN rate a timer's.
+void report_nonfinite(const FirstNonFinite& nonfinite, const std::string& source, nlohmann::ordered_json& out,
+                      nlohmann::ordered_json& errors) {
   if (!nonfinite.seen) return;
   const auto& [r, bad] = *nonfinite.seen;
   const std::string where = source + ":" + std::to_string(r.line_no);
@@ -66,10 +99,111 @@ void report_nonfinite(const FirstNonFinite& nonfinite, const std::string& source
                       {"step", r.step},
                       {"line_no", r.line_no},
                       {"source", where}};
-  std::cerr
-      << "cvs metrics: " << where << ": non-finite " << bad.field << " (" << bad.value << ") at step "
-      << r.step
-      << ": the step is broken (a timer or a counter went wrong); the run fails as the suite fails it\n";
+  const bool loss = std::string(bad.field) == "loss";
+  const std::string what = std::string("non-finite ") + bad.field + " (" + std::to_string(bad.value) +
+                           ") at step " + std::to_string(r.step) +
+                           (loss ? ": the training diverged (the loss is not a number from this step on)"
+                                 : ": the step is broken (a timer or a counter went wrong)");
+  errors.push_back({{"log", source},
+                    {"pattern", loss ? "non-finite loss" : "non-finite rate"},
+                    {"line_no", r.line_no},
+                    {"line", what}});
+  std::cerr << "cvs metrics: " << where << ": " << what << "; the run fails as the suite fails it\n";
+}
+
+// Speed figures of a run logged by several hosts: the mean of the hosts' figures; a note when the
+// hosts' per-device rates differ by more than 5 %.
+constexpr Metric kSpeedMetrics[] = {Metric::StepTimeSeconds,
+                                    Metric::StepTimeMeanMs,
+                                    Metric::StepTimeP50Ms,
+                                    Metric::StepTimeP95Ms,
+                                    Metric::TflopsPerSecPerGpu,
+                                    Metric::TokensPerSecPerGpu,
+                                    Metric::TokensPerSecTotal,
+                                    Metric::Last10StepsStepTimeMsAvg,
+                                    Metric::Last10StepsModelTflopsPerGpuAvg,
+                                    Metric::Last10StepsTokensPerSecondPerGpuAvg};
+
+void combine_hosts(const std::vector<std::pair<std::string, RunMetrics>>& per_host, RunMetrics& m) {
+  for (Metric k : kSpeedMetrics) {
+    double sum = 0, lo = 0, hi = 0;
+    std::size_t n = 0;
+    for (const auto& [host, hm] : per_host)
+      if (auto v = hm.get(k)) {
+        lo = n == 0 ? *v : std::min(lo, *v);
+        hi = n == 0 ? *v : std::max(hi, *v);
+        sum += *v;
+        ++n;
+      }
+    if (n == 0) continue;
+    m.values.set(k, sum / static_cast<double>(n));
+    if ((k == Metric::TokensPerSecPerGpu || k == Metric::TflopsPerSecPerGpu) && n > 1 && lo > 0 &&
+        hi / lo > 1.05)
+      m.notes.push_back(std::string(to_string(k)) + ": the hosts disagree (" + short_number(lo) + " to " +
+                        short_number(hi) + ", " + std::to_string(n) + " hosts): the figure is their mean");
+  }
+}
+
+nlohmann::ordered_json metrics_json(const RunMetrics& m) {
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  for (const auto& [metric, v] : m.values.entries())
+    metrics[std::string(to_string(metric))] = v;  // NaN: null
+  return metrics;
+}
+
+// MaxText's JSON-lines metrics_file carries full-precision values: preferred when given.
+RunMetrics metrics_of_file(const std::string& metrics_file, const std::vector<EvalRecord>& evals,
+                           const MetricsContext& ctx, FirstNonFinite& nonfinite, std::size_t& steps) {
+  const auto text = read_text_file(metrics_file);
+  if (!text) throw std::runtime_error("cannot read " + metrics_file);
+  const auto rows = parse_metrics_file(*text, metrics_file);
+  check_step_series(rows, metrics_file);
+  for (const auto& r : rows) nonfinite.check(r);
+  steps = rows.size();
+  return compute_metrics(rows, evals, ctx);
+}
+
+// The log's run from its hosts' views: the loss figures and steady state of the host that logged
+// the most steps, the speed figures of every host combined. A host whose step numbers repeat or
+// go down holds more than one run: bad input.
+RunMetrics metrics_of_hosts(ToSeries& to_series, const std::string& log, FirstNonFinite& nonfinite,
+                            std::size_t& steps, nlohmann::ordered_json& hosts_out) {
+  try {
+    for (auto& h : to_series.hosts)
+      h->series.check_order(log + (h->host.empty() ? "" : " (host " + h->host + ")"));
+  } catch (const MetricsError& e) {
+    throw BadInput(std::string(e.what()) +
+                   ": the file holds more than one run; split it where the step numbers start again "
+                   "(csplit FILE '/completed step: 0,/' '{*}') and read each run's part");
+  }
+  if (to_series.hosts.empty()) return StepSeries(to_series.ctx, false).finish();
+  std::vector<std::pair<std::string, RunMetrics>> per_host;
+  std::size_t primary = 0;
+  for (std::size_t i = 0; i < to_series.hosts.size(); ++i) {
+    auto& h = *to_series.hosts[i];
+    if (h.series.steps() > to_series.hosts[primary]->series.steps()) primary = i;
+    if (!nonfinite.seen && h.nonfinite.seen) nonfinite.seen = h.nonfinite.seen;
+    per_host.emplace_back(h.host, h.series.finish());
+  }
+  RunMetrics m = per_host[primary].second;
+  steps = to_series.hosts[primary]->series.steps();
+  if (per_host.size() == 1) return m;
+  combine_hosts(per_host, m);
+  for (std::size_t i = 0; i < per_host.size(); ++i)
+    hosts_out.push_back({{"host", per_host[i].first},
+                         {"steps", to_series.hosts[i]->series.steps()},
+                         {"metrics", metrics_json(per_host[i].second)},
+                         {"notes", per_host[i].second.notes}});
+  m.notes.push_back(std::to_string(per_host.size()) + " hosts' views of the run (" +
+                    to_series.hosts[primary]->host + " logged the most steps: its loss figures)");
+  return m;
+}
+
+nlohmann::ordered_json excluded_json(const RunMetrics& m) {
+  nlohmann::ordered_json excluded = nlohmann::ordered_json::array();
+  for (const auto& x : m.excluded)
+    excluded.push_back({{"step", x.step}, {"seconds", x.seconds}, {"rule", to_string(x.rule)}});
+  return excluded;
 }
 
 }  // namespace
@@ -103,9 +237,8 @@ int cmd_metrics(const Args& args) {
   nlohmann::ordered_json errors = nlohmann::ordered_json::array();
   // The first log's steps stream into the metrics as they are parsed (a multi-GB log in bounded
   // memory); the other logs are read for their error lines only.
-  StepSeries series(ctx, false);
-  FirstNonFinite nonfinite;
-  ToSeries to_series(series, nonfinite);
+  ToSeries to_series(ctx);
+  FirstNonFinite nonfinite;  // of the metrics_file's rows
   Discard discard;
   std::optional<ScanResult> primary;
   for (const auto& log : logs) {
@@ -117,33 +250,24 @@ int cmd_metrics(const Args& args) {
   }
   RunMetrics m;
   std::size_t steps = 0;
+  nlohmann::ordered_json hosts_out = nlohmann::ordered_json::array();
   if (!metrics_file.empty()) {
-    // MaxText's JSON-lines metrics_file carries full-precision values: preferred when given.
-    const auto text = read_text_file(metrics_file);
-    if (!text) throw std::runtime_error("cannot read " + metrics_file);
-    const auto rows = parse_metrics_file(*text, metrics_file);
     out["source"] = "metrics_file";
-    check_step_series(rows, metrics_file);
-    for (const auto& r : rows) nonfinite.check(r);
-    m = compute_metrics(rows, primary->evals, ctx);
-    steps = rows.size();
+    m = metrics_of_file(metrics_file, primary->evals, ctx, nonfinite, steps);
   } else {
     out["source"] = "log";
-    series.check_order(logs.front());
-    m = series.finish();
-    steps = series.steps();
+    m = metrics_of_hosts(to_series, logs.front(), nonfinite, steps, hosts_out);
   }
   if (primary->peak_memory_gb) m.values.set(cvs::Metric::PeakMemoryGb, *primary->peak_memory_gb);
-  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
-  for (const auto& [metric, v] : m.values.entries())
-    metrics[std::string(to_string(metric))] = v;  // NaN: null
-  out["metrics"] = metrics;
+  out["metrics"] = metrics_json(m);
   out["steps"] = steps;
   out["warmup_steps_dropped"] = m.warmup_dropped;
   out["async_dropped_steps"] = m.async_dropped_steps;
+  out["excluded_steps"] = excluded_json(m);
+  if (!hosts_out.empty()) out["hosts"] = hosts_out;
   out["steady_state"] = to_json(steady_state_record(m.steady));
   if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;
-  report_nonfinite(nonfinite, metrics_file.empty() ? logs.front() : metrics_file, out);
+  report_nonfinite(nonfinite, metrics_file.empty() ? logs.front() : metrics_file, out, errors);
   if (primary->abort) out["aborted_on"] = *primary->abort + " loss";
   out["errors"] = errors;
   out["notes"] = m.notes;

@@ -185,14 +185,15 @@ void LogScanner::feed(std::string_view data) {
   pending_.assign(data.substr(last_nl + 1));
 }
 
-void LogScanner::finish() {
+void LogScanner::finish(bool parse_last_line) {
   if (pending_.empty()) return;
   std::string chunk;
   chunk.swap(pending_);
   chunk += '\n';
   // A last line without its newline was cut mid-write (the writer died): "loss: 5.9" may be
-  // "loss: 5.905". It is still searched for errors, never parsed as a value.
-  process(chunk, false);
+  // "loss: 5.905". It is still searched for errors, never parsed as a value, unless the file is
+  // known to be finished (a log copied or pasted without its last newline).
+  process(chunk, parse_last_line);
 }
 
 // Vectorscan's matches in one chunk of whole lines, plus the RE2 fallback's, by end offset.
@@ -270,13 +271,17 @@ void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t
   if (needle == impl_->p->step_needle) {
     if (auto r = parse_step_line(line.substr(at))) {
       r->line_no = line_no;
+      if (at > 0) r->host = host_of_prefix(line.substr(0, at));
       take_step(*r);
     }
     return;
   }
   if (auto ev = parse_maxtext_event(needle, line)) {
-    if (ev->step) ev->step->line_no = line_no;
-    record(*ev);
+    if (ev->step) {
+      ev->step->line_no = line_no;
+      if (at > 0) ev->step->host = host_of_prefix(line.substr(0, at));
+    }
+    record(*ev, line_no);
   }
 }
 
@@ -287,13 +292,25 @@ void LogScanner::take_step(const StepRecord& r) {
     result_.steps.push_back(r);
 }
 
-void LogScanner::record(const LogEvent& ev) {
+void LogScanner::record(const LogEvent& ev, long long line_no) {
   if (ev.step) take_step(*ev.step);
   if (ev.eval) {
     result_.evals.push_back(*ev.eval);
     if (sink_) sink_->eval(*ev.eval);
   }
-  if (ev.checkpoint) result_.checkpoints.push_back(*ev.checkpoint);
+  std::optional<StepMarker> marker;
+  if (ev.checkpoint) {
+    result_.checkpoints.push_back(*ev.checkpoint);
+    const auto k = ev.checkpoint->kind;
+    if ((k == CheckpointEventKind::SaveStarted || k == CheckpointEventKind::Saved) &&
+        ev.checkpoint->step >= 0)
+      marker = StepMarker{MarkerKind::CheckpointSave, ev.checkpoint->step, line_no};
+  }
+  if (ev.profiler) marker = StepMarker{*ev.profiler, -1, line_no};
+  if (marker) {
+    result_.markers.push_back(*marker);
+    if (sink_) sink_->marker(*marker);
+  }
   if (ev.abort && !result_.abort) result_.abort = ev.abort;
   if (ev.config_param) result_.effective_config[ev.config_param->first] = ev.config_param->second;
   if (ev.memory_used_gb) {
@@ -385,7 +402,7 @@ ScanResult scan_log_file(const std::filesystem::path& path, const std::vector<Er
     throw;
   }
   reader.join();
-  scanner.finish();
+  scanner.finish(/*parse_last_line=*/true);  // a whole file: its last line counts, newline or not
   return scanner.take_result();
 }
 

@@ -25,6 +25,9 @@ struct ScanResult {
   std::vector<StepRecord> steps;
   std::vector<EvalRecord> evals;
   std::vector<CheckpointEvent> checkpoints;
+  // Checkpoint saves and profiler windows, in log order, with their lines: which step records may
+  // include more than a step (the metrics' rule for records that are not steps' times).
+  std::vector<StepMarker> markers;
   std::vector<ErrorMatch> errors;    // in log order, at most kMaxErrors kept
   std::optional<std::string> abort;  // "NaN"/"Inf" when MaxText aborted on a non-finite loss
   std::optional<double> peak_memory_gb;
@@ -45,6 +48,7 @@ class RecordSink {
   virtual ~RecordSink() = default;
   virtual void step(const StepRecord& r) = 0;
   virtual void eval(const EvalRecord& e) = 0;
+  virtual void marker(const StepMarker&) {}
 };
 
 class LogScanner {
@@ -60,15 +64,16 @@ class LogScanner {
   // kept until its newline arrives (or finish()).
   void feed(std::string_view data);
   // The writer is done: a final line that has no newline is searched for error patterns but not
-  // parsed for MaxText events (a line cut mid-write would give a wrong value).
-  void finish();
+  // parsed for MaxText events (a line cut mid-write would give a wrong value), unless the caller
+  // reads a finished file whose last line simply has no newline (parse_last_line).
+  void finish(bool parse_last_line = false);
   const ScanResult& result() const { return result_; }
   // Moves the result out (the scanner is done with it).
   ScanResult take_result() { return std::move(result_); }
 
  private:
   void process(std::string_view complete_lines, bool events = true);
-  void record(const LogEvent& ev);
+  void record(const LogEvent& ev, long long line_no);
   void take_step(const StepRecord& r);  // to the sink, or kept
   // A line of a chunk with at least one match: an error candidate, and/or the MaxText event
   // needle (index, offset in the line) that matched first.

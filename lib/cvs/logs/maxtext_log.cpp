@@ -39,8 +39,11 @@ std::optional<long long> take_int(std::string_view& s) {
 std::optional<double> field(std::string_view s, std::string_view name) {
   std::size_t pos = 0;
   while ((pos = s.find(name, pos)) != std::string_view::npos) {
-    // the name must start a field: at the line start or after ", "
-    if (pos == 0 || (pos >= 2 && s[pos - 2] == ',' && s[pos - 1] == ' ')) {
+    // the name must start a field: at the line start or after a comma and spaces (MaxText has
+    // printed ",  loss: " too)
+    std::size_t b = pos;
+    while (b > 0 && s[b - 1] == ' ') --b;
+    if (pos == 0 || (b > 0 && b < pos && s[b - 1] == ',')) {
       std::string_view rest = s.substr(pos + name.size());
       return take_number(rest);
     }
@@ -176,11 +179,16 @@ std::optional<LogEvent> step_line(std::string_view line) {
   auto step = take_int(after);
   if (!step) return std::nullopt;
   r.step = *step;
-  const auto loss = field(s, "loss: ");
+  // The training loss, whatever the version calls it: "loss: " (the total, with an MTP or MoE
+  // term), else a multi-token-prediction run's "main_model_loss: ", else "lm_loss: ".
+  auto loss = field(s, "loss: ");
+  if (!loss) loss = field(s, "main_model_loss: ");
+  if (!loss) loss = field(s, "lm_loss: ");
   r.loss_logged = loss.has_value();
   r.loss = loss.value_or(0.0);
   r.seconds = field(s, "seconds: ");
   r.tflops_per_device = field(s, "TFLOP/s/device: ");
+  if (!r.tflops_per_device) r.tflops_per_device = field(s, "TFLOP/s: ");  // 2023: per device too
   r.tokens_per_device = field(s, "Tokens/s/device: ");
   r.total_weights = field(s, "total_weights: ");
   if (!loss && !r.seconds && !r.tflops_per_device && !r.tokens_per_device) return std::nullopt;
@@ -295,6 +303,24 @@ std::optional<LogEvent> memstats_line(std::string_view line) {
   return ev;
 }
 
+// nsys's "Capture range started/ended in the application.", the JAX profiler's "Profiler
+// session started." / "Profiler session tear down.".
+std::optional<LogEvent> profiler_edge(std::string_view line, MarkerKind kind, std::string_view a,
+                                      std::string_view b) {
+  if (!contains(line, a) && !contains(line, b)) return std::nullopt;
+  LogEvent ev;
+  ev.profiler = kind;
+  return ev;
+}
+std::optional<LogEvent> capture_started_line(std::string_view line) {
+  return profiler_edge(line, MarkerKind::ProfilerStart, "Capture range started in the application",
+                       "Profiler session started");
+}
+std::optional<LogEvent> capture_ended_line(std::string_view line) {
+  return profiler_edge(line, MarkerKind::ProfilerEnd, "Capture range ended in the application",
+                       "Profiler session tear down");
+}
+
 // Each kind of line: the needle whose presence makes a line worth parsing, and its parser. In
 // the order they are tried on a line of unknown kind.
 struct LineKind {
@@ -314,6 +340,10 @@ constexpr LineKind kKinds[] = {
     {"Aborting training due to ", abort_line},
     {"Config param ", config_param_line},
     {"Using (GB) ", memstats_line},
+    {"Capture range started in the application", capture_started_line},
+    {"Profiler session started", capture_started_line},
+    {"Capture range ended in the application", capture_ended_line},
+    {"Profiler session tear down", capture_ended_line},
 };
 
 }  // namespace
@@ -343,6 +373,38 @@ std::optional<LogEvent> parse_maxtext_line(std::string_view line) {
   for (const auto& k : kKinds)
     if (auto ev = k.parse(line)) return ev;
   return std::nullopt;
+}
+
+std::string host_of_prefix(std::string_view p) {
+  while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
+  if (p.empty()) return {};
+  if (p.front() == '(') {  // Ray: "(run_maxtext_train pid=78967, ip=10.130.0.11) "
+    const auto close = p.find(')');
+    const auto ip = p.find("ip=");
+    if (close != std::string_view::npos && ip != std::string_view::npos && ip < close)
+      return std::string(p.substr(ip + 3, close - ip - 3));
+    return {};
+  }
+  if (p.front() == '[') {
+    const auto close = p.find(']');
+    if (close == std::string_view::npos) return {};
+    std::string_view in = p.substr(1, close - 1);
+    if (in.substr(0, 4) == "pod/") {  // kubectl logs --prefix: "[pod/NAME/CONTAINER]"
+      in.remove_prefix(4);
+      return std::string(in.substr(0, in.find('/')));
+    }
+    const auto comma = in.find(',');  // Open MPI --tag-output: "[1,3]<stdout>:"
+    if (comma != std::string_view::npos && p.substr(close + 1, 4) == "<std" &&
+        in.find_first_not_of("0123456789,") == std::string_view::npos)
+      return "rank " + std::string(in.substr(comma + 1));
+    return {};
+  }
+  // srun --label: "3: "
+  const auto colon = p.find(": ");
+  if (colon != std::string_view::npos && colon > 0 &&
+      p.substr(0, colon).find_first_not_of("0123456789") == std::string_view::npos)
+    return "task " + std::string(p.substr(0, colon));
+  return {};
 }
 
 std::optional<NonFinite> first_nonfinite(const StepRecord& r) {

@@ -32,6 +32,18 @@ struct StepRecord {
   bool rampup = false;
   bool profiler_boundary = false;
   long long line_no = 0;  // its line in the log (or metrics_file); 0 when not read from one
+  // Which host's view of the run the line is (a Ray, srun, MPI or kubectl prefix names it; empty
+  // for a log of one stream).
+  std::string host;
+};
+
+// A line that says a step's time may include more than the step: an eval after a step, a
+// checkpoint save of a step, a profiler window opening or closing (nsys, the JAX profiler).
+enum class MarkerKind { Eval, CheckpointSave, ProfilerStart, ProfilerEnd };
+struct StepMarker {
+  MarkerKind kind = MarkerKind::Eval;
+  long long step = -1;  // the step the line names; -1 for a profiler window's edge
+  long long line_no = 0;
 };
 
 struct EvalRecord {
@@ -56,7 +68,14 @@ struct LogEvent {
   std::optional<double> memory_used_gb;  // "Using (GB) X / Y" memstats
   std::optional<double> memory_limit_gb;
   std::optional<std::pair<std::string, std::string>> config_param;  // "Config param KEY: VALUE"
+  std::optional<MarkerKind> profiler;  // a profiler window's edge (ProfilerStart / ProfilerEnd)
 };
+
+// The host a line's prefix names, from the text before MaxText's own message: Ray's
+// "(fn pid=N, ip=A.B.C.D) " -> "A.B.C.D", srun -l's "3: " -> "task 3", Open MPI's
+// "[1,3]<stdout>:" -> "rank 3", kubectl --prefix's "[pod/NAME/CONTAINER] " -> "NAME". Empty for
+// anything else (a glog header, a shell comment's "# ", a timestamp).
+std::string host_of_prefix(std::string_view prefix);
 
 // The needles whose presence makes a line worth parsing (used by the scanner's prefilter).
 const std::vector<std::string>& maxtext_line_needles();

@@ -116,6 +116,7 @@ void StepSeries::check_order(const std::string& source) const {
 }
 
 void StepSeries::add_eval(const EvalRecord& e) {
+  mark_steps(ExcludedBecause::Eval, e.after_step);
   ++evals_;
   last_eval_loss_ = e.loss;
   const auto& cv = ctx_.convergence;
@@ -155,49 +156,175 @@ void StepSeries::add(const StepRecord& r) {
   ++records_;
 }
 
-void StepSeries::add_speed(const StepRecord& r) {
-  // Steady state: drop the warm-up records by position; rampup and profiler boundary steps carry
-  // no throughput.
-  const bool speed = records_ >= kWarmupSteps && !r.rampup && !r.profiler_boundary && r.seconds;
-  const std::size_t i = timed_.size();
-  if (is_timed(r)) {
-    if (!speed) exclude_timed(i);
-    timed_.add(r);
+const char* to_string(ExcludedBecause b) {
+  switch (b) {
+    case ExcludedBecause::AsyncDispatch:
+      return "asynchronous_dispatch";
+    case ExcludedBecause::CatchUp:
+      return "catch_up";
+    case ExcludedBecause::StartUp:
+      return "start_up";
+    case ExcludedBecause::Eval:
+      return "eval";
+    case ExcludedBecause::CheckpointSave:
+      return "checkpoint_save";
+    case ExcludedBecause::Profiler:
+      return "profiler";
   }
-  if (!speed) return;
-  const SpeedRecord rec{r.step, *r.seconds, r.tflops_per_device, r.tokens_per_device,
-                        is_timed(r) ? i : kNoIndex};
-  if (async_judged_) return commit_speed(rec);
-  held_.push_back(rec);
-  if (held_.size() >= kAsyncCandidates + kAsyncReference) judge_async();
+  return "";
 }
 
-// MaxText dispatches steps asynchronously: on a GPU the step after the first timed one can log the
-// dispatch, not the work (a real H200: step 1 1.861 s, step 2 0.019 s, then 1.50-1.55 s). Of the
-// first kAsyncCandidates speed records, each one in a row from the first that lies outside
-// [0.5x, 2x] the median of the kAsyncReference records after them is not a step's time: it is
-// left out of the point figures (and said). With fewer records than that, the median of those
-// there (at least 3 after the candidate), else nothing is dropped.
-void StepSeries::judge_async() {
-  async_judged_ = true;
-  std::size_t drop = 0;
-  for (; drop < std::min(kAsyncCandidates, held_.size()); ++drop) {
-    std::vector<double> after;
-    for (std::size_t k = drop + 1; k < held_.size() && after.size() < kAsyncReference; ++k)
-      after.push_back(held_[k].seconds);
-    if (after.size() < 3) break;
-    const double median = percentile_in_place(after, 50);
-    const double s = held_[drop].seconds;
-    if (!(median > 0) || (s >= 0.5 * median && s <= 2.0 * median)) break;
-    async_dropped_.push_back(held_[drop].step);
-    async_notes_.push_back("step " + std::to_string(held_[drop].step) + " (" + short_number(s) + " s" +
-                           ") left out of the point figures: outside 0.5-2x the median " +
-                           short_number(median) + " s" +
-                           " of the steps after it (MaxText's asynchronous dispatch)");
-    if (held_[drop].timed != kNoIndex) exclude_timed(held_[drop].timed);
+// Every record waits in the queue for kLookahead later ones; rampup and profiler boundary steps
+// carry no throughput, the warm-up (the run's first kWarmupSteps step numbers) is no speed record.
+void StepSeries::add_speed(const StepRecord& r) {
+  if (records_ == 0)
+    warmup_end_step_ = ctx_.run_first_step.value_or(r.step) + static_cast<long long>(kWarmupSteps);
+  Queued q{r, r.step < warmup_end_step_, std::nullopt};
+  if (profiler_open_ || mark_next_profiler_) {
+    q.mark = std::pair{ExcludedBecause::Profiler, -1LL};
+    mark_next_profiler_ = false;
   }
-  for (std::size_t k = drop; k < held_.size(); ++k) commit_speed(held_[k]);
-  held_.clear();
+  if (auto it = marks_ahead_.find(r.step); it != marks_ahead_.end()) {
+    if (!q.mark) q.mark = it->second;
+    marks_ahead_.erase(marks_ahead_.begin(), std::next(it));
+  }
+  queue_.push_back(std::move(q));
+  while (queue_.size() > kLookahead) judge_front();
+}
+
+// An eval after step N or a checkpoint save of step N: step N's record or step N + 1's may hold
+// its time (which one depends on the version's write order), whichever has arrived or will.
+void StepSeries::mark_steps(ExcludedBecause why, long long step) {
+  for (auto& q : queue_)
+    if ((q.r.step == step || q.r.step == step + 1) && !q.mark) q.mark = std::pair{why, step};
+  for (long long s : {step, step + 1})
+    if (records_ == 0 || s > last_.step) marks_ahead_.emplace(s, std::pair{why, step});
+}
+
+void StepSeries::add_marker(const StepMarker& m) {
+  switch (m.kind) {
+    case MarkerKind::Eval:
+      return mark_steps(ExcludedBecause::Eval, m.step);
+    case MarkerKind::CheckpointSave:
+      return mark_steps(ExcludedBecause::CheckpointSave, m.step);
+    case MarkerKind::ProfilerStart:
+      profiler_open_ = true;
+      if (!queue_.empty() && !queue_.back().mark)
+        queue_.back().mark = std::pair{ExcludedBecause::Profiler, -1LL};
+      return;
+    case MarkerKind::ProfilerEnd:
+      profiler_open_ = false;
+      mark_next_profiler_ = true;
+      return;
+  }
+}
+
+// The median seconds of the kLookahead records after the one being judged (taken off the queue),
+// topped up with the last kept records when fewer follow; nullopt with fewer than 2.
+std::optional<double> StepSeries::reference_seconds() const {
+  std::vector<double> ref;
+  for (std::size_t k = 0; k < queue_.size() && ref.size() < kLookahead; ++k)
+    if (is_timed(queue_[k].r) && !queue_[k].warmup) ref.push_back(*queue_[k].r.seconds);
+  for (std::size_t k = recent_kept_.size(); k > 0 && ref.size() < kLookahead; --k)
+    ref.push_back(recent_kept_[k - 1]);
+  if (ref.size() < 2) return std::nullopt;
+  return percentile_in_place(ref, 50);
+}
+
+// The rule a timed record falls under, if any: a start-up record outside [0.5x, 2x] the reference
+// (the first kAsyncCandidates speed records, in a row from the first), a record under half of it
+// at the start-up or under kDispatchRatio of it later (it timed MaxText's asynchronous dispatch,
+// not the work), the record after such a one over 1.5x
+// (the work caught up), a record over 1.5x that the log says holds an eval, a checkpoint save or
+// a profiler window. A slow record the log says nothing about is a step's time: it stays.
+std::optional<ExcludedBecause> StepSeries::excluded_because(const Queued& q, double ref) {
+  const double s = *q.r.seconds;
+  const bool after_dispatch = last_dispatch_;
+  last_dispatch_ = false;
+  if (!judged_any_) return std::nullopt;  // the run's first record compiles: the warm-up holds it
+  // Past the start-up, a dispatch record is far below its neighbours (0.002 s among 11.7 s, 0.3 s
+  // among 50 s): under kDispatchRatio of the median, so that a shared machine's noise is no dispatch.
+  const bool startup = !q.warmup && startup_left_ > 0;
+  const double dispatch_below = (startup ? 0.5 : kDispatchRatio) * ref;
+  if (s < dispatch_below) {
+    last_dispatch_ = true;
+    last_dispatch_step_ = q.r.step;
+  }
+  if (q.warmup) return std::nullopt;
+  if (startup) --startup_left_;
+  if (s < dispatch_below) return ExcludedBecause::AsyncDispatch;
+  if (after_dispatch && s > 1.5 * ref) return ExcludedBecause::CatchUp;
+  if (startup) {
+    if (s > 2.0 * ref) return ExcludedBecause::StartUp;
+    startup_left_ = 0;
+  }
+  if (q.mark && s > 1.5 * ref) return q.mark->first;
+  return std::nullopt;
+}
+
+void StepSeries::exclude(const Queued& q, ExcludedBecause why, double ref) {
+  const double s = *q.r.seconds;
+  const std::string head =
+      "step " + std::to_string(q.r.step) + " (" + short_number(s) + " s) left out of the speed figures: ";
+  const std::string med = short_number(ref) + " s";
+  std::string because;
+  switch (why) {
+    case ExcludedBecause::StartUp:
+      because =
+          "outside 0.5-2x the median " + med + " of the steps around it (MaxText's asynchronous dispatch)";
+      break;
+    case ExcludedBecause::AsyncDispatch:
+      because = "far under the median " + med +
+                " of the steps around it (MaxText's asynchronous dispatch: the record timed the dispatch, "
+                "not the work)";
+      break;
+    case ExcludedBecause::CatchUp:
+      because = "over 1.5x the median " + med + ": the work of the dispatch record of step " +
+                std::to_string(last_dispatch_step_.value_or(q.r.step - 1)) + " caught up here";
+      break;
+    case ExcludedBecause::Eval:
+      because = "over 1.5x the median " + med + ": its time includes the eval after step " +
+                std::to_string(q.mark->second);
+      break;
+    case ExcludedBecause::CheckpointSave:
+      because = "over 1.5x the median " + med + ": its time includes the checkpoint save of step " +
+                std::to_string(q.mark->second);
+      break;
+    case ExcludedBecause::Profiler:
+      because = "over 1.5x the median " + med +
+                ": its time includes a profiler window the log opens or closes around it";
+      break;
+  }
+  if (why == ExcludedBecause::StartUp || why == ExcludedBecause::AsyncDispatch ||
+      why == ExcludedBecause::CatchUp)
+    async_dropped_.push_back(q.r.step);
+  excluded_.push_back({q.r.step, s, why});
+  async_notes_.push_back(head + because);
+}
+
+void StepSeries::judge_front() {
+  Queued q = std::move(queue_.front());
+  queue_.erase(queue_.begin());
+  const StepRecord& r = q.r;
+  const bool timed = is_timed(r);
+  const bool speed = !q.warmup && !r.rampup && !r.profiler_boundary && r.seconds.has_value();
+  if (timed) {
+    if (const auto ref = reference_seconds(); ref && *ref > 0) {
+      if (const auto why = excluded_because(q, *ref)) {
+        judged_any_ = true;
+        return exclude(q, *why, *ref);
+      }
+    }
+    judged_any_ = true;
+  }
+  const std::size_t i = timed_.size();
+  if (timed) {
+    if (!speed) exclude_timed(i);
+    timed_.add(r);
+    if (speed) recent_kept_.push(*r.seconds);
+  }
+  if (speed)
+    commit_speed({r.step, *r.seconds, r.tflops_per_device, r.tokens_per_device, timed ? i : kNoIndex});
 }
 
 // The timed record at index i is not a speed record (the percentiles leave it out): the ranges
@@ -230,6 +357,8 @@ void StepSeries::commit_speed(const SpeedRecord& r) {
   last_secs_.push(s);
   if (keep_curves_) speed_times_.push_back(s);
   if (!std::isfinite(s)) ++speed_nonfinite_;
+  any_tflops_ = any_tflops_ || r.tflops.has_value();
+  any_tokens_ = any_tokens_ || r.tokens.has_value();
   for (auto [rate, acc] : {std::pair{r.tflops, &tflops_}, std::pair{r.tokens, &tokens_}}) {
     if (!rate) continue;
     acc->work += *rate * s;
@@ -279,16 +408,27 @@ void StepSeries::add_convergence(const StepRecord& r) {
 
 void StepSeries::speed_metrics(RunMetrics& m) {
   auto set = [&](Metric k, double v) { m.values.set(k, v); };
-  if (!async_judged_) judge_async();
+  while (!queue_.empty()) judge_front();
   m.warmup_dropped = std::min(kWarmupSteps, records_) + async_dropped_.size();
   m.async_dropped_steps = async_dropped_;
+  m.excluded = excluded_;
   for (auto& n : async_notes_) m.notes.push_back(std::move(n));
   m.step_times_s = std::move(speed_times_);
-  if (speed_n_ == 0) {
-    m.notes.push_back("no steady-state steps after dropping " + std::to_string(kWarmupSteps) +
-                      " warm-up steps: throughput and step-time metrics need more steps");
+  if (speed_n_ < kMinSpeedRecords) {
+    m.notes.push_back(
+        std::to_string(speed_n_) + " step record(s) are steps' times after the " +
+        std::to_string(kWarmupSteps) +
+        " warm-up steps and the records left out: throughput and step-time figures need at least " +
+        std::to_string(kMinSpeedRecords));
     return;
   }
+  if (!any_tflops_)
+    m.notes.push_back(
+        "no step line has TFLOP/s/device (or the 2023 TFLOP/s): the TFLOP/s figures are absent");
+  if (!any_tokens_)
+    m.notes.push_back(
+        "no step line has Tokens/s/device (MaxText before mid-2024 did not print it): the tokens/s figures "
+        "are absent");
   m.point_steps = std::pair{speed_first_step_, speed_last_step_};
   const double mean = speed_secs_ / static_cast<double>(speed_n_);
   set(Metric::StepTimeSeconds, mean);
@@ -418,10 +558,15 @@ RunMetrics StepSeries::finish() {
 }
 
 RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vector<EvalRecord>& evals,
-                           const MetricsContext& ctx) {
+                           const MetricsContext& ctx, const std::vector<StepMarker>& markers) {
   StepSeries series(ctx, true);
   for (const auto& e : evals) series.add_eval(e);
-  for (const auto& s : steps) series.add(s);
+  std::size_t k = 0;  // the markers before each step's line, in log order
+  for (const auto& s : steps) {
+    for (; k < markers.size() && markers[k].line_no < s.line_no; ++k) series.add_marker(markers[k]);
+    series.add(s);
+  }
+  for (; k < markers.size(); ++k) series.add_marker(markers[k]);
   return series.finish();
 }
 

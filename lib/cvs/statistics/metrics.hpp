@@ -30,7 +30,23 @@ struct MetricsContext {
   LossCurve loss_curve;
   bool distributed = false;  // scaling_efficiency_pct is a distributed metric (the spec's table)
   double confidence = 0.95;  // of the steady-state intervals (statistics.confidence)
+  // The run's first step when it is known beyond these records (another host's view of the run
+  // began earlier): the warm-up is the run's first kWarmupSteps step numbers.
+  std::optional<long long> run_first_step;
 };
+
+// A record left out of every speed figure (the point figures, the steady-state window, the
+// percentiles and the last-10 averages) because its time is not one step's: the rule and why.
+enum class ExcludedBecause { AsyncDispatch, CatchUp, StartUp, Eval, CheckpointSave, Profiler };
+const char* to_string(ExcludedBecause b);
+struct ExcludedStep {
+  long long step = 0;
+  double seconds = 0;
+  ExcludedBecause rule = ExcludedBecause::AsyncDispatch;
+};
+
+// The fewest speed records a point speed figure is given from: fewer is a note, not a figure.
+inline constexpr std::size_t kMinSpeedRecords = 3;
 
 struct LossPoint {
   long long step;
@@ -67,6 +83,7 @@ struct RunMetrics {
   std::optional<long long> first_nonfinite_step;
   std::size_t warmup_dropped = 0;              // the warm-up records and the asynchronous ones below
   std::vector<long long> async_dropped_steps;  // records left out of the point figures as not a step's time
+  std::vector<ExcludedStep> excluded;          // every record left out, with its rule (async ones too)
   std::optional<std::pair<long long, long long>> point_steps;  // the steps the point speed figures cover
   SteadyState steady;              // MSER-5 steady state and the speed metrics' intervals (step_stats.hpp)
   std::vector<std::string> notes;  // why a metric is absent, e.g. "target not reached"
@@ -78,8 +95,10 @@ struct RunMetrics {
 // Rejects duplicate step numbers and step numbers that go down (a blended or restarted log).
 void check_step_series(const std::vector<StepRecord>& steps, const std::string& source);
 
+// markers: the log's checkpoint saves and profiler windows (ScanResult::markers), placed among
+// the steps by their line numbers; none for steps that were not read from the log.
 RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vector<EvalRecord>& evals,
-                           const MetricsContext& ctx);
+                           const MetricsContext& ctx, const std::vector<StepMarker>& markers = {});
 
 // The last N values pushed, oldest first (a fixed ring: no allocation per record).
 template <class T, std::size_t N>
@@ -109,6 +128,8 @@ class StepSeries {
   std::size_t steps() const { return records_; }
   // Throws MetricsError for the first repeated or decreasing step number seen (check_step_series).
   void check_order(const std::string& source) const;
+  // A checkpoint save or a profiler window's edge, in log order among the steps.
+  void add_marker(const StepMarker& m);
   RunMetrics finish();
 
  private:
@@ -123,8 +144,20 @@ class StepSeries {
     std::optional<double> tflops, tokens;
     std::size_t timed = kNoIndex;
   };
-  static constexpr std::size_t kAsyncCandidates = 2, kAsyncReference = 5;
-  void judge_async();
+  // Records wait for kLookahead later ones before they are judged: a record is a step's time, or
+  // one of the records that are not (ExcludedBecause), by the median of the records around it.
+  static constexpr std::size_t kAsyncCandidates = 2, kLookahead = 5;
+  static constexpr double kDispatchRatio = 0.2;
+  struct Queued {
+    StepRecord r;
+    bool warmup = false;
+    std::optional<std::pair<ExcludedBecause, long long>> mark;  // an event its time may include
+  };
+  void judge_front();
+  std::optional<double> reference_seconds() const;  // for the front record
+  std::optional<ExcludedBecause> excluded_because(const Queued& q, double ref);
+  void exclude(const Queued& q, ExcludedBecause why, double ref);
+  void mark_steps(ExcludedBecause why, long long step);
   void exclude_timed(std::size_t i);
   void commit_speed(const SpeedRecord& r);
   void speed_metrics(RunMetrics& m);
@@ -152,11 +185,20 @@ class StepSeries {
   double speed_secs_ = 0;
   Tail<double, 10> last_secs_;
   Rate tflops_, tokens_;
-  // The first speed records, held until the ones after them say whether they are steps
-  // (judge_async); then every record is committed as it comes.
-  std::vector<SpeedRecord> held_;
-  bool async_judged_ = false;
+  bool any_tflops_ = false, any_tokens_ = false;
+  // The judge's state: the records waiting, the seconds of the last kept ones (the reference when
+  // too few follow), whether the last judged record timed a dispatch, the start-up run.
+  std::vector<Queued> queue_;
+  Tail<double, kLookahead> recent_kept_;
+  bool last_dispatch_ = false;
+  std::optional<long long> last_dispatch_step_;
+  std::size_t startup_left_ = kAsyncCandidates;
+  bool judged_any_ = false;
+  long long warmup_end_step_ = 0;
+  std::map<long long, std::pair<ExcludedBecause, long long>> marks_ahead_;  // step -> (event, its step)
+  bool profiler_open_ = false, mark_next_profiler_ = false;
   std::vector<long long> async_dropped_;
+  std::vector<ExcludedStep> excluded_;
   std::vector<std::string> async_notes_;
   // Timed records the speed percentiles leave out (warm-up, rampup), as index ranges.
   std::vector<std::pair<std::size_t, std::size_t>> not_speed_;
