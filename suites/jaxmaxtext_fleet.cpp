@@ -28,6 +28,7 @@
 #include "cvs/config/cluster.hpp"
 #include "cvs/config/config.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/mesh.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
@@ -93,12 +94,14 @@ cvs::Cluster load_inputs(FleetOptions& o) {
   if (cfg.mode != cvs::Mode::Single)
     throw cvs::ConfigError(o.config.string(), "/mode", "fleet mode runs a single-node config on every node",
                            "pass a single-node config, e.g. configs/cpu_jaxmaxtext_tiny_single.json");
+  cvs::require_meshes_fit(cfg, 1);
   if (!o.pairs_config.empty()) {
     const auto pairs = cvs::load_config_for_cluster(o.pairs_config, cluster);
     if (pairs.mode != cvs::Mode::Distributed)
       throw cvs::ConfigError(o.pairs_config.string(), "/mode",
                              "--pairs runs a distributed config on two nodes at a time",
                              "pass a distributed config, e.g. configs/cpu_jaxmaxtext_tiny_distributed.json");
+    cvs::require_meshes_fit(pairs, 2);
   }
   if (fs::exists(o.output))
     throw cvs::ConfigError("(command line)", "",

@@ -364,6 +364,9 @@ void sweep_html(std::ostringstream& h, const std::string& key, const SweepRecord
   h << "<section><h2>Sweep <code>" << html_escape(key) << "</code> &mdash; "
     << html_escape(to_string(s.status)) << "</h2>";
   sweep_run_html(h, s);
+  if (!s.mesh.empty())
+    h << "<p>Mesh: " << html_escape(s.mesh) << " (" << s.num_nodes << " node(s) &times; " << s.gpus_per_node
+      << " device(s))</p>";
   h << "<table><tr><th>Metric</th><th>Value</th><th>Threshold</th><th>Interval</th><th>Margin</th><th>"
        "Outcome</th><th>Detail</th></tr>";
   std::set<std::string> shown;

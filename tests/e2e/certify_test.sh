@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cvs certify on the four netns ssh hosts of tests/integration/netns_cluster.sh (run under it with
-# CVS_NETNS_HOSTS=4: each host's cvs0 a link of its own into one bridge). Real MaxText on the CPU
+# CVS_NETNS_HOSTS=4: each host's cvs0 a link of its own into one bridge), two JAX devices a host
+# (as real nodes have several GPUs: the ladder's rungs are 2, 4 and 8 devices). Real MaxText on the CPU
 # in every tier: preflight (setup, probe facts, the distributed config's setup and RDMA check),
 # nodes (single-node training on each host, one at a time), links (two-node runs over Gloo, one at
 # a time), scale (the distributed config on 1, 2, 4 hosts). These hosts share this machine's two
@@ -33,14 +34,14 @@ iface = c.pop("overrides")["container"]["env"]["GLOO_SOCKET_IFNAME"]  # single-n
 json.dump(c, open(sys.argv[4] + "/cluster.json", "w"), indent=1)
 # Steps of ~0.1 s (heavier_config.py, fleet_test.sh's model): the capped host is several times slower.
 single = sys.argv[4] + "/single_config.json"
-hc.write(hc.heavier(hc.gated_by_loss(json.load(open(sys.argv[2])), single)), single)
+hc.write(hc.devices(hc.heavier(hc.gated_by_loss(json.load(open(sys.argv[2])), single)), 2), single)
 # The distributed config: enough steps for a steady-state interval on every rung, its own gates
 # (the shipped file's loss gates are for 20 steps): the loss must fall.
 dist = sys.argv[4] + "/dist_config.json"
 d = hc.gated_by_loss(json.load(open(sys.argv[3])), dist)
 d["container"]["env"]["GLOO_SOCKET_IFNAME"] = iface
 d["train_params"]["maxtext_config"].update({"steps": 60, "log_period": 10})
-hc.write(d, dist)
+hc.write(hc.devices(d, 2), dist)
 PY
 args=(--cluster "$out/cluster.json" --config "$out/single_config.json" --distributed-config "$out/dist_config.json"
       --min-deviation-pct 50 --max-parallel 1 --scaling-per-doubling-pct 1

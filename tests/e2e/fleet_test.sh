@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fleet mode (jaxmaxtext_fleet) on five CPU "nodes": three local processes and the two netns ssh
+# Fleet mode (jaxmaxtext_fleet) on five CPU "nodes" of two JAX devices each: three local processes and the two netns ssh
 # hosts of tests/integration/netns_cluster.sh (run under it: CVS_NETNS_DIR), every node at once (on
 # this one machine they share its two cores, fairly: the host's own noise is common to all).
 #  1. Healthy: no suspect; five healthy nodes; exit 0 (CVS_FLEET_HEALTHY_RUNS times, default 1).
@@ -27,8 +27,9 @@ c["head"] = "local0"
 c["coordinator_address"] = "10.231.0.1"  # unused (no collectives); a loopback one is refused beside remote nodes
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 PY
-# A heavier model than the CPU default, gated by its loss (heavier_config.py).
-python3 "$(dirname "$0")/heavier_config.py" "$config" "$out/fleet_config.json"
+# A heavier model than the CPU default, gated by its loss, on two JAX devices a node, as real
+# nodes have several GPUs (heavier_config.py).
+python3 "$(dirname "$0")/heavier_config.py" "$config" "$out/fleet_config.json" 2
 args=(--config "$out/fleet_config.json" --cluster "$out/fleet_cluster.json" --min-deviation-pct 25
       --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 60
       "--gtest_filter=test_setup.*:sweep/test_training_run.run/BS_4*:sweep/test_metric.check/BS_4*")

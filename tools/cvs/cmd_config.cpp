@@ -10,6 +10,7 @@
 #include "cvs/config/config.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/layout.hpp"
+#include "cvs/config/mesh.hpp"
 #include "cvs/config/thresholds.hpp"
 
 namespace cvs::cli {
@@ -34,6 +35,13 @@ int validate(const std::string& file) {
       all.insert(all.end(), e.issues().begin(), e.issues().end());
     }
   }
+  // A single-node config's mesh must fit its gpus_per_node (a distributed one's needs the node
+  // count: checked when a suite starts on its cluster).
+  if (cfg && cfg->mode == Mode::Single) try {
+      require_meshes_fit(*cfg, 1);
+    } catch (const ConfigError& e) {
+      all.insert(all.end(), e.issues().begin(), e.issues().end());
+    }
   if (cfg)
     for (const auto& p : preflight(*cfg))
       std::cout << "preflight: " << p.to_string()

@@ -1,4 +1,5 @@
 #include "cvs/certify/inputs.hpp"
+#include "cvs/config/mesh.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -83,6 +84,7 @@ SuiteConfig load_mode(const fs::path& file, const Cluster& cluster, Mode want, c
         std::string(flag) + " takes a " + (want == Mode::Single ? "single-node" : "distributed") + " config",
         want == Mode::Single ? "pass e.g. configs/cpu_jaxmaxtext_tiny_single.json"
                              : "pass e.g. configs/cpu_jaxmaxtext_tiny_distributed.json");
+  if (want == Mode::Single) require_meshes_fit(cfg, 1);  // every node's run, before any starts
   return cfg;
 }
 

@@ -76,7 +76,7 @@ EnvList Launcher::node_env(std::size_t rank) const {
   e.emplace_back("NNODES", n);
   e.emplace_back("NODE_RANK", std::to_string(rank));
   e.emplace_back("JAX_PROCESS_INDEX", std::to_string(rank));
-  if (auto x = xla_flags_value(cfg_.train_params)) e.emplace_back("XLA_FLAGS", *x);
+  for (auto& kv : jax_env()) e.push_back(std::move(kv));
   // MaxText's CPU multi-process path (max_utils.initialize_jax_for_cpu) reads these instead.
   const auto& mc = cfg_.train_params.maxtext_config;
   if (mc.contains("hardware") && mc["hardware"] == "cpu") {
@@ -90,6 +90,11 @@ EnvList Launcher::node_env(std::size_t rank) const {
   }
   for (auto& kv : hf_env()) e.push_back(std::move(kv));
   return e;
+}
+
+EnvList Launcher::jax_env() const {
+  if (auto x = xla_flags_value(cfg_.train_params)) return {{"XLA_FLAGS", *x}};
+  return {};
 }
 
 EnvList Launcher::hf_env() const {

@@ -128,6 +128,10 @@ class Launcher {
   // Hugging Face's env for training and the tokenizer download: HF_TOKEN_PATH (the token file's
   // path, never its value) and HF_HOME; empty when paths.hf_token_file is empty.
   EnvList hf_env() const;
+  // What JAX reads beyond the container's env that the training gets too (XLA_FLAGS: on the CPU
+  // backend --xla_force_host_platform_device_count makes one process N devices): every check that
+  // asks JAX runs with it, so the probe sees the devices the training will.
+  EnvList jax_env() const;
   const std::string& train_script() const { return train_script_; }
   // The id of the image the head node's container runs ("" for the local runtime).
   const std::string& image_id() const { return image_id_; }

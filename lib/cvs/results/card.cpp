@@ -61,6 +61,7 @@ J topology(const Results& results, const SweepRecord* sweep) {
     t[card_key] = std::to_string(product);
   }
   for (auto it = par.begin(); it != par.end(); ++it) t[it.key()] = it.value().dump();
+  if (sweep && !sweep->mesh.empty()) t["mesh"] = sweep->mesh;
   t["sequence_length"] = sweep ? sweep->effective("max_target_length") : std::string();
   t["total_gpus"] = nodes * gpn;
   return t;

@@ -107,6 +107,7 @@ J sweep_json(const SweepRecord& s) {
   sj["num_nodes"] = s.num_nodes;
   sj["gpus_per_node"] = s.gpus_per_node;
   sj["parallelism"] = s.parallelism;
+  if (!s.mesh.empty()) sj["mesh"] = s.mesh;
   sj["run"] = run_json(s.run);
   if (s.early_stop) sj["early_stop"] = early_stop_json(*s.early_stop);
   sj["metrics_error"] = s.metrics_error;
@@ -301,6 +302,7 @@ void read_sweep_run(const In& in, SweepRecord& s) {
   s.num_nodes = in.integer<std::size_t>("num_nodes", 1);
   s.gpus_per_node = in.integer<int>("gpus_per_node", 1);
   if (in.has("parallelism")) s.parallelism = in.at("parallelism");
+  s.mesh = in.str("mesh");
   if (in.has("run")) s.run = read_run(in.object("run"));
   if (in.has("early_stop")) {
     read_fields(in.object("early_stop"), s.early_stop.emplace(), kEarlyStopFields);

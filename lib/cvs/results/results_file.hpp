@@ -129,6 +129,7 @@ struct SweepRecord {
   std::size_t num_nodes = 0;
   int gpus_per_node = 0;
   nlohmann::ordered_json parallelism = nlohmann::ordered_json::object();  // MaxText's ici_/dcn_ keys
+  std::string mesh;  // the mesh they resolve to on the run's devices (config/mesh: MeshPlan::describe)
   RunRecord run;
   std::optional<EarlyStopRecord> early_stop;
   std::string metrics_error;
