@@ -183,6 +183,49 @@ void strip(std::ostringstream& s, double y, const std::string& label, const std:
   }
 }
 
+// "1980" / "-" for a figure of a GPU's spread.
+std::string median_of(const GpuTelemetry& g, const char* key, const char* fmt_spec = "%.0f") {
+  const auto it = g.figures.find(key);
+  return it == g.figures.end() ? "&ndash;" : fmt(it->second.median, fmt_spec);
+}
+
+std::string opt_num(const std::optional<double>& v) {
+  return v ? fmt(*v, "%.0f") : "?";
+}
+
+// Each GPU of a node as a row: busy SM clock, power and its limit, the PCIe link under load,
+// temperature, ECC and memory repairs, other jobs' processes; a GPU the words name is marked.
+void gpu_table_html(std::ostringstream& h, const NodeTelemetry& t, const std::string& words) {
+  if (t.gpus.empty()) return;
+  h << "<table><tr><th>GPU</th><th>SM MHz busy</th><th>Power W (limit / default)</th><th>PCIe under load "
+       "(capable)</th><th>Temp C max</th><th>ECC (corr / uncorr)</th><th>Memory repairs</th><th>Other "
+       "processes</th></tr>";
+  for (const auto& g : t.gpus) {
+    const bool named = words.find("GPU " + std::to_string(g.index) + " ") != std::string::npos ||
+                       words.find("GPU " + std::to_string(g.index) + ":") != std::string::npos;
+    std::string procs;
+    for (const auto& x : t.shared_gpu)
+      if (x.process.gpu == g.index) procs += (procs.empty() ? "" : "; ") + x.words();
+    std::string repairs;
+    if (g.remap_failure && *g.remap_failure > 0) repairs += "remap failed ";
+    if (g.remap_pending && *g.remap_pending > 0) repairs += "remaps pending ";
+    if (g.pages_pending) repairs += "pages pending";
+    const auto temp = g.figures.count("temp_hotspot_c") ? g.figures.at("temp_hotspot_c").max
+                      : g.figures.count("temp_c")       ? g.figures.at("temp_c").max
+                                                        : NAN;
+    h << "<tr" << (named ? " class=\"named\"" : "") << "><td>" << g.index << "</td><td class=\"num\">"
+      << median_of(g, g.figures.count("sm_clock_busy_mhz") ? "sm_clock_busy_mhz" : "sm_clock_mhz")
+      << "</td><td class=\"num\">" << median_of(g, "power_w") << " (" << opt_num(g.power_limit_w) << " / "
+      << opt_num(g.power_default_limit_w) << ")</td><td>x" << opt_num(g.pcie_width_min) << " gen "
+      << opt_num(g.pcie_gen_min) << " (x" << opt_num(g.pcie_width_max) << " gen " << opt_num(g.pcie_gen_max)
+      << ")</td><td class=\"num\">" << (std::isnan(temp) ? "&ndash;" : fmt(temp, "%.0f"))
+      << "</td><td class=\"num\">" << opt_num(g.ecc_corrected_delta) << " / "
+      << opt_num(g.ecc_uncorrected_delta) << "</td><td>" << (repairs.empty() ? "none" : html_escape(repairs))
+      << "</td><td>" << (procs.empty() ? "none" : html_escape(procs)) << "</td></tr>";
+  }
+  h << "</table>";
+}
+
 // A node's telemetry over the run (CPUs used and PSI; each GPU's clock, power and temperature),
 // with what it explains.
 std::string telemetry_html(const NodeRunRecord& n) {
@@ -210,7 +253,9 @@ std::string telemetry_html(const NodeRunRecord& n) {
   std::ostringstream h;
   h << "<div><h3>Telemetry: " << html_escape(n.node) << " (" << t.samples << " samples, "
     << html_escape(t.tool) << ")</h3>";
-  if (const auto why = explain_telemetry(t); !why.empty()) h << "<p>" << html_escape(why) << "</p>";
+  const auto why = explain_telemetry(t);
+  if (!why.empty()) h << "<p>" << html_escape(why) << "</p>";
+  gpu_table_html(h, t, why);
   for (const auto& note : t.notes) h << "<p class=\"muted\">" << html_escape(note) << "</p>";
   const double H = 32.0 * static_cast<double>(rows.size()) + 4;
   h << "<svg class=\"plot\" viewBox=\"0 0 560 " << fmt(H, "%.0f")
@@ -302,7 +347,7 @@ th{background:#f0f2f5;font-weight:600}td.num{font-variant-numeric:tabular-nums}
 .pass{background:#1f7a3f}.fail{background:#b3261e}.inconclusive{background:#b26a00}.error{background:#6b2fa3}.record{background:#5b6b7f}.na{background:#a7b0bb}
 td{overflow-wrap:anywhere}td code{word-break:break-all}.ivl{width:160px;height:18px;display:block}
 tr.differs td,tr.differs th{background:#fdf1dc}.ci{stroke:#1b62c4;stroke-width:4}.est{fill:#0b2e5c}.thr{stroke:#b3261e;stroke-width:2}.band{fill:#f3d9d7}
-.counts span{margin-right:14px}.muted{color:#6b7683}.err{background:#fdecea;border-left:4px solid #b3261e;padding:8px 10px;font-family:monospace;white-space:pre-wrap;word-break:break-all}
+.counts span{margin-right:14px}.muted{color:#6b7683}tr.named td{background:#fdecea}.err{background:#fdecea;border-left:4px solid #b3261e;padding:8px 10px;font-family:monospace;white-space:pre-wrap;word-break:break-all}
 .plots{display:flex;gap:18px;flex-wrap:wrap}.tel{fill:none;stroke:#1f6feb;stroke-width:1.2}.plot{width:560px;max-width:100%;background:#fbfcfd;border:1px solid #eceef1}
 .axis{stroke:#9aa4af;stroke-width:1}.tick{font-size:10px;fill:#5b6b7f}.loss{fill:none;stroke:#1b62c4;stroke-width:2}
 .sample{fill:#e8710a}.bar{fill:#7a9cc6}code{font-size:12px}

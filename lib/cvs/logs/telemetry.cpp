@@ -246,13 +246,38 @@ std::optional<GpuSample> parse_nvidia_smi_row(std::string_view csv) {
     s.power_limit_w = num(f[14]);
     s.power_default_limit_w = num(f[15]);
   }
-  if (f.size() >= 17) {
-    auto u = f[16];
+  auto text = [&](std::size_t i) {
+    auto u = f[i];
     while (!u.empty() && u.front() == ' ') u.remove_prefix(1);
     while (!u.empty() && (u.back() == ' ' || u.back() == '\r')) u.remove_suffix(1);
-    s.uuid = std::string(u);
+    return u;
+  };
+  if (f.size() >= 17) s.uuid = std::string(text(16));
+  if (f.size() >= 19) {  // samplers before the bus id and page retirement were queried sent 17
+    s.bus_id = normalize_bus_id(text(17));
+    const auto pending = text(18);
+    if (pending == "Yes") s.pages_pending = true;
+    if (pending == "No") s.pages_pending = false;
   }
   return s;
+}
+
+std::string normalize_bus_id(std::string_view pci) {
+  // [domain:]bus:device[.function]
+  while (!pci.empty() && pci.front() == ' ') pci.remove_prefix(1);
+  while (!pci.empty() && (pci.back() == ' ' || pci.back() == '\r')) pci.remove_suffix(1);
+  if (const auto dot = pci.rfind('.'); dot != std::string_view::npos) pci = pci.substr(0, dot);
+  const auto last = pci.rfind(':');
+  if (last == std::string_view::npos || last == 0) return {};
+  const auto before = pci.rfind(':', last - 1);
+  std::string_view bus = pci.substr(before == std::string_view::npos ? 0 : before + 1,
+                                    last - (before == std::string_view::npos ? 0 : before + 1));
+  std::string_view dev = pci.substr(last + 1);
+  if (bus.empty() || dev.empty() || bus.size() > 2 || dev.size() > 2) return {};
+  std::string out = std::string(bus) + ":" + std::string(dev);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (out.find_first_not_of("0123456789abcdef:") != std::string::npos) return {};
+  return out;
 }
 
 std::vector<GpuSample> parse_amd_smi_metric(std::string_view text) {
@@ -355,8 +380,43 @@ std::optional<KernelLine> read_kernel(std::string_view rest) {
     if (const auto us = num(head[2])) k.t = *us / 1e6;
   k.text = std::string(rest.substr(semi + 1, 1000));
   k.pattern = match_kernel_line(k.text, &k.xid);
+  if (const auto at = k.text.find("(PCI:"); at != std::string::npos) {
+    const auto end = k.text.find(')', at);
+    if (end != std::string::npos)
+      k.bus_id = normalize_bus_id(std::string_view(k.text).substr(at + 5, end - at - 5));
+  }
   if (!k.pattern) return std::nullopt;
   return k;
+}
+
+// nvidia-smi prints a count, or Yes / No, by version.
+std::optional<double> count_or_flag(std::string_view v) {
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\r')) v.remove_suffix(1);
+  if (v == "Yes") return 1.0;
+  if (v == "No") return 0.0;
+  return num(v);
+}
+
+// An R line: the row remapping of the GPU whose bus id the row names (bus id, pending, failure).
+void read_remap_row(std::string_view rest, HostSample& s) {
+  const auto f = split(rest, ',');
+  if (f.size() < 3) return;
+  const auto bus = normalize_bus_id(f[0]);
+  for (auto& g : s.gpus)
+    if (!bus.empty() && g.bus_id == bus) {
+      g.remap_pending = count_or_flag(f[1]);
+      g.remap_failure = count_or_flag(f[2]);
+    }
+}
+
+// An O line: whose a listed compute process is.
+void read_owner(std::string_view rest, HostSample& s) {
+  const auto f = split(rest, ' ');
+  if (f.size() != 2 || !num(f[0])) return;
+  s.owners[static_cast<long long>(*num(f[0]))] = f[1] == "ours"    ? ProcessOwner::Ours
+                                                 : f[1] == "other" ? ProcessOwner::Other
+                                                                   : ProcessOwner::Unseen;
 }
 
 }  // namespace
@@ -382,6 +442,9 @@ void TelemetryParser::line(std::string_view l) {
         note("nvidia-smi output does not parse (" + tool_version_ + "): '" +
              std::string(rest.substr(0, 120)) + "'");
       return;
+    case 'R':
+      if (!samples_.empty()) read_remap_row(rest, samples_.back());
+      return;
     case 'J':
       json_.append(rest).append("\n");
       return;
@@ -398,14 +461,7 @@ void TelemetryParser::line(std::string_view l) {
       process_block();
       return;
     case 'O':
-      if (!samples_.empty()) {
-        const auto f = split(rest, ' ');
-        if (f.size() == 2 && num(f[0]))
-          samples_.back().owners[static_cast<long long>(*num(f[0]))] = f[1] == "ours" ? ProcessOwner::Ours
-                                                                       : f[1] == "other"
-                                                                           ? ProcessOwner::Other
-                                                                           : ProcessOwner::Unseen;
-      }
+      if (!samples_.empty()) read_owner(rest, samples_.back());
       return;
     case 'N':
       note(std::string(rest));

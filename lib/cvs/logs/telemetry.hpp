@@ -7,6 +7,7 @@
 //     psi_io=<us> mem_kb=<MemAvailable> steps=<0|1|-: the training has logged a step>
 //     ("-" for what could not be read; the PSI figures are the "some" totals)
 //   G <nvidia-smi --query-gpu CSV row>              one per GPU, after its S
+//   R <nvidia-smi --query-remapped-rows CSV row: bus id, pending, failure>   after its G rows
 //   J <a line of amd-smi / rocm-smi JSON>, then E   after its S
 //   K <a /dev/kmsg record: prio,seq,usec,flags;text>
 //   P <a line of the tool's compute-process list>, then Q   after its S (and G/J)
@@ -43,8 +44,15 @@ struct GpuSample {
   // real H200 under a bf16 matmul sits at 690 of 700 W with "power cap" set, clocks ~1460 MHz:
   // tests/data/telemetry/nvidia_smi_h200_*); one whose limit was lowered is not.
   std::optional<double> power_limit_w, power_default_limit_w;
-  std::string uuid;  // nvidia-smi's GPU-... (a compute process names its GPU by it)
+  std::string uuid;    // nvidia-smi's GPU-... (a compute process names its GPU by it)
+  std::string bus_id;  // the PCI bus id, normalised ("8a:00": bus and device; a kernel Xid line names it)
+  std::optional<bool> pages_pending;  // memory pages pending retirement (retired_pages.pending)
+  std::optional<double> remap_pending, remap_failure;  // row remapping: pending (a reset applies it), failed
 };
+
+// A PCI address as nvidia-smi ("00000000:8A:00.0") or the kernel ("0000:8a:00") writes it, as
+// "8a:00" (bus and device, lower case): the one form both are compared in. Empty when none.
+std::string normalize_bus_id(std::string_view pci);
 
 struct HostSample {
   double t = 0;  // the node's uptime, seconds
@@ -80,7 +88,8 @@ struct KernelLine {
   double t = 0;  // seconds since boot
   std::string text;
   const KernelPattern* pattern = nullptr;
-  int xid = 0;  // an NVIDIA Xid's code
+  int xid = 0;         // an NVIDIA Xid's code
+  std::string bus_id;  // the PCI device the line names (an Xid's "PCI:0000:8a:00"), normalised
   std::string meaning() const;
 };
 

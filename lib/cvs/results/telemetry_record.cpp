@@ -41,14 +41,20 @@ void gpu_figure(GpuTelemetry& g, const char* name, const std::vector<double>& v)
   if (auto s = spread_of(v)) g.figures[name] = *s;
 }
 
-// The link and the error counters over every sample of the run (an ECC error during the compile
-// counts as much as one during the steps).
+// The link under load (the busy samples': an idle GPU drops its link to gen 1 by design) and the
+// error counters over every sample of the run (an ECC error during the compile counts as much as
+// one during the steps), the memory's pending repairs as the most any sample said.
 void link_and_errors(GpuTelemetry& g, const std::vector<const GpuSample*>& all) {
   for (const auto* x : all) {
-    if (x->pcie_width) g.pcie_width_min = std::min(g.pcie_width_min.value_or(1e9), *x->pcie_width);
     if (x->pcie_width_max) g.pcie_width_max = std::max(g.pcie_width_max.value_or(0.0), *x->pcie_width_max);
-    if (x->pcie_gen) g.pcie_gen_min = std::min(g.pcie_gen_min.value_or(1e9), *x->pcie_gen);
     if (x->pcie_gen_max) g.pcie_gen_max = std::max(g.pcie_gen_max.value_or(0.0), *x->pcie_gen_max);
+    if (!x->bus_id.empty()) g.bus_id = x->bus_id;
+    g.pages_pending = g.pages_pending || x->pages_pending.value_or(false);
+    if (x->remap_pending) g.remap_pending = std::max(g.remap_pending.value_or(0.0), *x->remap_pending);
+    if (x->remap_failure) g.remap_failure = std::max(g.remap_failure.value_or(0.0), *x->remap_failure);
+    if (!(x->util_pct && *x->util_pct >= kBusyUtilPct) || x->idle) continue;
+    if (x->pcie_width) g.pcie_width_min = std::min(g.pcie_width_min.value_or(1e9), *x->pcie_width);
+    if (x->pcie_gen) g.pcie_gen_min = std::min(g.pcie_gen_min.value_or(1e9), *x->pcie_gen);
   }
   auto delta = [&](auto member) -> std::optional<double> {
     std::optional<double> first, last;
@@ -237,8 +243,12 @@ NodeTelemetry summarize_telemetry(const std::string& node, const TelemetryParser
   for (const auto& h : all)
     for (const auto& g : h.gpus) all_by_gpu[g.index].push_back(&g);
   for (const auto& [i, v] : all_by_gpu) t.gpus.push_back(summarize_gpu(i, by_gpu[i], v));
-  for (const auto& k : p.kernel())
-    t.kernel.push_back({k.t, k.text, std::string(k.pattern->name), k.meaning(), k.pattern->fails});
+  for (const auto& k : p.kernel()) {
+    KernelEvent e{k.t, k.text, std::string(k.pattern->name), k.meaning(), k.pattern->fails, std::nullopt};
+    for (const auto& g : t.gpus)
+      if (!k.bus_id.empty() && g.bus_id == k.bus_id) e.gpu = g.index;
+    t.kernel.push_back(std::move(e));
+  }
   return t;
 }
 
@@ -280,6 +290,24 @@ double peers_busy_clock(const NodeTelemetry& t, const GpuTelemetry& self) {
   return medians.empty() ? 0.0 : percentile_in_place(medians, 50);
 }
 
+// What is wrong with a GPU whether or not it has cost speed yet: a lowered power limit is said by
+// gpu_words; here the link under load and the memory's pending repairs.
+void defect_words(const GpuTelemetry& g, std::vector<std::string>& why) {
+  const bool narrow = g.pcie_width_min && g.pcie_width_max && *g.pcie_width_min < *g.pcie_width_max;
+  const bool slow_gen = g.pcie_gen_min && g.pcie_gen_max && *g.pcie_gen_min < *g.pcie_gen_max;
+  if (narrow || slow_gen)
+    why.push_back(fmt::format("GPU {} PCIe link under load at x{} gen {} (capable of x{} gen {})", g.index,
+                              g.pcie_width_min ? fmt::format("{:.0f}", *g.pcie_width_min) : "?",
+                              g.pcie_gen_min ? fmt::format("{:.0f}", *g.pcie_gen_min) : "?",
+                              g.pcie_width_max ? fmt::format("{:.0f}", *g.pcie_width_max) : "?",
+                              g.pcie_gen_max ? fmt::format("{:.0f}", *g.pcie_gen_max) : "?"));
+  if (g.remap_failure && *g.remap_failure > 0)
+    why.push_back(fmt::format("GPU {} row remapping failed (out of spare rows: replace the GPU)", g.index));
+  if (g.remap_pending && *g.remap_pending > 0)
+    why.push_back(fmt::format("GPU {} has row remaps pending (a GPU reset applies them)", g.index));
+  if (g.pages_pending) why.push_back(fmt::format("GPU {} has memory pages pending retirement", g.index));
+}
+
 // What stands out in one GPU's telemetry, given its peers' usual clock under load.
 void gpu_words(const GpuTelemetry& g, double usual, std::vector<std::string>& why) {
   const auto clock = g.figures.find("sm_clock_mhz");
@@ -315,12 +343,7 @@ void gpu_words(const GpuTelemetry& g, double usual, std::vector<std::string>& wh
         fmt::format("GPU {} gained {} uncorrected ECC error(s)", g.index, *g.ecc_uncorrected_delta));
   if (g.ecc_corrected_delta && *g.ecc_corrected_delta > 0)
     why.push_back(fmt::format("GPU {} gained {} corrected ECC error(s)", g.index, *g.ecc_corrected_delta));
-  if (g.pcie_width_min && g.pcie_width_max && *g.pcie_width_min < *g.pcie_width_max)
-    why.push_back(
-        fmt::format("GPU {} PCIe link at x{:.0f} of x{:.0f}", g.index, *g.pcie_width_min, *g.pcie_width_max));
-  else if (g.pcie_gen_min && g.pcie_gen_max && *g.pcie_gen_min < *g.pcie_gen_max)
-    why.push_back(
-        fmt::format("GPU {} PCIe link at gen {:.0f} of {:.0f}", g.index, *g.pcie_gen_min, *g.pcie_gen_max));
+  defect_words(g, why);
 }
 
 // The host: the training short of CPU (a CPU-bound training's share of the cores; any: PSI),
@@ -340,10 +363,23 @@ void host_words(const NodeTelemetry& t, std::vector<std::string>& why) {
 
 }  // namespace
 
+std::vector<std::string> telemetry_defects(const NodeTelemetry& t) {
+  std::vector<std::string> why;
+  for (const auto& g : t.gpus) {
+    if (g.power_limit_w && g.power_default_limit_w && *g.power_limit_w < *g.power_default_limit_w - 0.5)
+      why.push_back(fmt::format("GPU {} power limit lowered to {:.0f} W (default {:.0f} W)", g.index,
+                                *g.power_limit_w, *g.power_default_limit_w));
+    defect_words(g, why);
+  }
+  return why;
+}
+
 std::string explain_telemetry(const NodeTelemetry& t) {
   std::vector<std::string> why;
   for (const auto& x : t.shared_gpu) why.push_back(x.words());
-  for (const auto& k : t.kernel) why.push_back("kernel: " + k.meaning + " (" + k.text.substr(0, 160) + ")");
+  for (const auto& k : t.kernel)
+    why.push_back((k.gpu ? fmt::format("GPU {}: kernel: ", *k.gpu) : std::string("kernel: ")) + k.meaning +
+                  " (" + k.text.substr(0, 160) + ")");
   for (const auto& g : t.gpus) gpu_words(g, peers_busy_clock(t, g), why);
   host_words(t, why);
   std::string out;
@@ -402,11 +438,15 @@ constexpr auto kGpuFields = std::make_tuple(
     optional_field("pcie_width_min", &GpuTelemetry::pcie_width_min),
     optional_field("pcie_width_max", &GpuTelemetry::pcie_width_max),
     optional_field("pcie_gen_min", &GpuTelemetry::pcie_gen_min),
-    optional_field("pcie_gen_max", &GpuTelemetry::pcie_gen_max));
-constexpr auto kKernelFields =
-    std::make_tuple(optional_field("t", &KernelEvent::t), optional_field("pattern", &KernelEvent::pattern),
-                    optional_field("meaning", &KernelEvent::meaning),
-                    optional_field("fails", &KernelEvent::fails), optional_field("line", &KernelEvent::text));
+    optional_field("pcie_gen_max", &GpuTelemetry::pcie_gen_max),
+    optional_field("bus_id", &GpuTelemetry::bus_id),
+    optional_field("pages_pending", &GpuTelemetry::pages_pending),
+    optional_field("remap_pending", &GpuTelemetry::remap_pending),
+    optional_field("remap_failure", &GpuTelemetry::remap_failure));
+constexpr auto kKernelFields = std::make_tuple(
+    optional_field("t", &KernelEvent::t), optional_field("pattern", &KernelEvent::pattern),
+    optional_field("meaning", &KernelEvent::meaning), optional_field("fails", &KernelEvent::fails),
+    optional_field("line", &KernelEvent::text), optional_field("gpu", &KernelEvent::gpu));
 
 }  // namespace
 

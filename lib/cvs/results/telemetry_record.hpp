@@ -30,15 +30,21 @@ struct GpuTelemetry {
   std::map<std::string, double> throttle_reasons;              // reason -> fraction of the samples
   double power_capped_fraction = 0;                            // held at its (default) power limit
   std::optional<double> power_limit_w, power_default_limit_w;  // the lowest enforced limit seen; the default
-  std::optional<double> ecc_corrected_delta, ecc_uncorrected_delta;                  // last - first sample
-  std::optional<double> pcie_width_min, pcie_width_max, pcie_gen_min, pcie_gen_max;  // seen / capable
-  std::vector<double> sm_clock_mhz, power_w, temp_c;                                 // per sample (the chart)
+  std::optional<double> ecc_corrected_delta, ecc_uncorrected_delta;  // last - first sample
+  // The link under load (a healthy GPU drops to gen 1 when idle: idle samples are never evidence)
+  // and what it is capable of.
+  std::optional<double> pcie_width_min, pcie_width_max, pcie_gen_min, pcie_gen_max;
+  std::string bus_id;          // normalised ("8a:00"): an Xid line names the GPU by it
+  bool pages_pending = false;  // memory pages pending retirement
+  std::optional<double> remap_pending, remap_failure;  // row remapping pending / failed (the most seen)
+  std::vector<double> sm_clock_mhz, power_w, temp_c;   // per sample (the chart)
 };
 
 struct KernelEvent {
   double t = 0;  // seconds since the node's boot
   std::string text, pattern, meaning;
   bool fails = false;
+  std::optional<long long> gpu;  // the GPU whose PCI bus id the line names (an NVIDIA Xid's)
 };
 
 // A process that is not this session's on a GPU during the run.
@@ -84,5 +90,10 @@ std::vector<std::string> telemetry_violations(const NodeTelemetry& t, const Tele
 // in 62 % of samples, hotspot 104 C"; "the training had 0.15 CPUs, PSI cpu some 84 %"); empty when
 // nothing stands out.
 std::string explain_telemetry(const NodeTelemetry& t);
+
+// What is wrong with a node's GPUs whether or not it has cost speed yet (a lowered power limit, a
+// link narrower or slower under load than it can be, pending row remaps or page retirements, a
+// failed remap), GPU by GPU: said in the run's notes even when every gate passes. Empty for none.
+std::vector<std::string> telemetry_defects(const NodeTelemetry& t);
 
 }  // namespace cvs

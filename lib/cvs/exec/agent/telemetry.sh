@@ -92,8 +92,11 @@ sample() {
     "$(psi memory)" "$(psi io)" "$mem" "$steps" >&5
   case $tool in
     nvidia-smi)
-      nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,temperature.gpu,temperature.memory,utilization.gpu,clocks_event_reasons.active,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,pcie.link.width.current,pcie.link.width.max,pcie.link.gen.current,pcie.link.gen.max,enforced.power.limit,power.default_limit,uuid \
+      nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,temperature.gpu,temperature.memory,utilization.gpu,clocks_event_reasons.active,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,pcie.link.width.current,pcie.link.width.max,pcie.link.gen.current,pcie.link.gen.max,enforced.power.limit,power.default_limit,uuid,pci.bus_id,retired_pages.pending \
         --format=csv,noheader,nounits 2>&1 | sed 's/^/G /' >&5
+      # Row remapping (Ampere and later; older GPUs and drivers answer nothing): R lines.
+      nvidia-smi --query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure \
+        --format=csv,noheader,nounits 2>/dev/null | sed 's/^/R /' >&5
       procs=$(nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,nounits 2>&1)
       pids=$(printf '%s\n' "$procs" | awk -F', *' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "pid") c = i; next } c { print $c }')
       ;;

@@ -13,6 +13,12 @@ case "$tool:$1" in
     else echo "[]"; fi
     exit 0 ;;
 esac
+# Row remapping: $CVS_STAND_IN_REMAPS (a recorded answer; none: no row).
+case "$tool:$1" in
+  nvidia-smi:--query-remapped-rows=*)
+    [ -n "${CVS_STAND_IN_REMAPS:-}" ] && cat "$CVS_STAND_IN_REMAPS"
+    exit 0 ;;
+esac
 case "$tool:$1" in
   nvidia-smi:--version) echo "NVIDIA-SMI 550.54.15 (stand-in playing recorded outputs)"; exit 0 ;;
   amd-smi:version) echo "AMDSMI Tool: 24.6.2+2b02a07 | AMDSMI Library version: 24.6.2.0 | ROCm version: 6.2.0 (stand-in)"; exit 0 ;;
