@@ -265,3 +265,26 @@ TEST(MetricCatalog, IsTheOneListTheRestReads) {
   EXPECT_EQ(cvs::better_direction("initial_loss"), cvs::Better::Neither);
   EXPECT_EQ(cvs::find_metric("no_such_metric"), nullptr);
 }
+
+// A real 4-device CPU run (cpu_jaxmaxtext_tiny_4dev_single.json, BS=2, SL=128): MaxText's
+// Tokens/s/device is per device (2 x 128 = 256 tokens a device a step over the step's seconds), its
+// total_weights the 4 devices' 1024 tokens; tokens/s total is 4 x per device.
+TEST(Metrics, AFourDeviceLogIsPerDeviceAndItsTotalIsFourTimesThat) {
+  const auto r =
+      cvs::scan_log_file(cvs::test::data("logs/cpu_4dev_bs2_100steps.log"), cvs::default_error_patterns());
+  ASSERT_EQ(r.steps.size(), 100u);
+  for (const auto& s : r.steps) {
+    EXPECT_EQ(*s.total_weights, 1024.0) << s.step;
+    // rates and seconds are printed with 3 decimals: 256 tokens within the rounding of seconds
+    EXPECT_NEAR(*s.tokens_per_device * *s.seconds, 256.0, *s.tokens_per_device * 0.0005 + 1e-9) << s.step;
+  }
+  cvs::MetricsContext ctx;
+  ctx.gpus_per_node = 4;
+  const auto m = cvs::compute_metrics(r.steps, r.evals, ctx);
+  EXPECT_DOUBLE_EQ(*m.get("tokens_per_sec_total"), 4 * *m.get("tokens_per_sec_per_gpu"));
+  EXPECT_DOUBLE_EQ(*m.get("initial_loss"), 6.081);
+  ASSERT_TRUE(m.steady.intervals.count("tokens_per_sec_total"));
+  const auto& tot = m.steady.intervals.at("tokens_per_sec_total");
+  const auto& per = m.steady.intervals.at("tokens_per_sec_per_gpu");
+  EXPECT_NEAR(tot.estimate, 4 * per.estimate, 1e-6 * tot.estimate);
+}
