@@ -116,6 +116,7 @@ int main(int argc, char** argv) {
   cvs::report::ReporterOptions reports;  // the certificate's files, the history record, the exports
   if (auto rc = cvs::fleet::check_at_edge(app, "cvs certify", [&] {
         o = parse_options(app, argc, argv, reports);
+        cvs::fleet::check_suite_args("jaxmaxtext_single", o.suite_args);  // a typo runs nothing
         in = cvs::certify::load_inputs(o);  // every check before any node runs or anything is written
         // A resumed certification is recorded where its start was (its suite runs carry that --history).
         for (std::size_t i = 0; reports.history.empty() && i + 1 < o.suite_args.size(); ++i)

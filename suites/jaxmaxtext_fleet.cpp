@@ -183,6 +183,7 @@ int main(int argc, char** argv) {
   if (auto rc = cvs::fleet::check_at_edge(app, "jaxmaxtext_fleet", [&] {
         o = parse_options(app, argc, argv);
         cluster = load_inputs(o);
+        cvs::fleet::check_suite_args("jaxmaxtext_single", o.suite_args);  // a typo runs nothing
       }))
     return *rc;
   cvs::install_interrupt_handler();  // the fleet scores what it has, releases, writes its outputs

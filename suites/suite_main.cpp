@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cvs/base/text.hpp"
 #include "cvs/config/config.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/layout.hpp"
@@ -32,7 +33,25 @@ namespace {
 struct ParsedArgs {
   std::vector<std::string> gtest;
   bool help = false;
+  bool check_only = false;  // --check-options: the arguments parsed, nothing set up or run
 };
+
+// Only gtest's own --gtest_* flags pass through: anything else the suite does not know is a typo
+// that would otherwise run the whole job (gtest ignores what it does not know).
+void require_known(const std::vector<std::string>& extras, const CLI::App& app) {
+  std::vector<std::string> known;
+  for (const auto* o : app.get_options())
+    for (const auto& n : o->get_lnames()) known.push_back("--" + n);
+  for (const auto& a : extras) {
+    if (a.rfind("--gtest_", 0) == 0) continue;
+    const std::string name = a.substr(0, a.find('='));
+    const auto near = nearest_word(name, known);
+    throw CLI::ExtrasError(
+        "unknown option '" + a + "'" + (near.empty() ? "" : " (did you mean " + near + "?)") +
+            ": nothing was run; only the suite's options and gtest's --gtest_* flags are read",
+        CLI::ExitCodes::ExtrasError);
+  }
+}
 
 ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, report::ReporterOptions& outputs,
                                int argc, char** argv) {
@@ -42,6 +61,8 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, repo
   app.set_help_flag();  // --help reaches gtest too, which lists its own flags after ours
   app.allow_extras();
   app.add_flag("-h,--help", out.help, "this help, then gtest's");
+  app.add_flag("--check-options", out.check_only,
+               "parse the arguments and exit (0, or 2 naming what is wrong): nothing is set up or run");
   app.add_option("--config", config,
                  "suite config (jaxmaxtext_single: configs/cpu_jaxmaxtext_tiny_single.json)");
   app.add_option("--cluster", cluster, "cluster file (default: one local node)");
@@ -77,6 +98,7 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, repo
   opts.thresholds = thresholds;
   if (poll_s > 0) opts.policy.interval = std::chrono::milliseconds(static_cast<long>(poll_s * 1000));
   out.gtest = app.remaining();
+  if (!out.help) require_known(out.gtest, app);
   return out;
 }
 
@@ -113,6 +135,7 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
                    "--gtest_repeat=N.\n";
       return 0;
     }
+    if (parsed.check_only) return 0;
     for (const auto& a : parsed.gtest) {
       listing |= a == "--gtest_list_tests";
       if (a.rfind("--gtest_output=xml:", 0) == 0 && a.back() != '/') user_xml = a.substr(19);
@@ -133,9 +156,9 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   } catch (const CLI::ParseError& e) {
     std::cerr << suite_name << ": " << e.what() << "\n" << app.help();
     return 2;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // not bad input the suite could name: the tool failed
     std::cerr << suite_name << ": " << e.what() << "\n";
-    return 2;
+    return 3;
   }
   // JUnit XML for Jenkins next to the report unless the caller chose a place.
   if (!has_output_flag && !listing)

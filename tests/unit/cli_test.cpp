@@ -283,3 +283,53 @@ TEST(Cli, TheSuitesAndGpuProbeParseTheirOptionsWithCli11) {
   EXPECT_EQ(p.exit_code, 2) << p.out;
   EXPECT_NE(p.out.find("--bogus"), std::string::npos) << p.out;
 }
+
+// One exit-code table for every front end: an option no one knows is bad input (2) before
+// anything runs, in the suites, `cvs run`, fleet mode, certify and calibrate; the nearest known
+// option is named. Only gtest's own --gtest_* flags pass through.
+TEST(Cli, AnUnknownOptionExits2BeforeAnythingRunsInEveryFrontEnd) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cvs_unknown_" + std::to_string(::getpid()));
+  const std::string single = std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json";
+  const std::string dist = std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_distributed.json";
+  const std::string cluster = std::string(CVS_SOURCE_ROOT) + "/configs/clusters/local_2nodes.json";
+  const std::string out = " --output " + (dir / "out").string();
+  struct Case {
+    std::string cmd, says;
+  };
+  const std::vector<Case> cases = {
+      {std::string(CVS_SUITE_SINGLE) + " --config " + single + out + " --bogus-option",
+       "unknown option '--bogus-option'"},
+      {std::string(CVS_BINARY) + " run jaxmaxtext_single --config " + single + out + " --startup-budget 5",
+       "did you mean --startup-budget-s?"},
+      {std::string(CVS_SUITE_FLEET) + " --config " + single + " --cluster " + cluster + out +
+           " --poll-intervl-s 1",
+       "unknown option '--poll-intervl-s' (did you mean --poll-interval-s?)"},
+      {std::string(CVS_SUITE_CERTIFY) + " --config " + single + " --distributed-config " + dist +
+           " --cluster " + cluster + out + " --plan",
+       "unknown option '--plan'"},
+      {std::string(CVS_BINARY) + " calibrate --config " + single + " --budget-minuts 5", "--budget-minuts"},
+  };
+  for (const auto& c : cases) {
+    const auto p = run_command(c.cmd);
+    EXPECT_EQ(p.exit_code, 2) << c.cmd << "\n" << p.out;
+    EXPECT_NE(p.out.find(c.says), std::string::npos) << c.cmd << "\n" << p.out;
+    EXPECT_FALSE(std::filesystem::exists(dir / "out")) << c.cmd << ": something ran";
+    std::filesystem::remove_all(dir / "out");
+  }
+  // gtest's own flags pass; the suite's arguments are checked without running anything.
+  EXPECT_EQ(run_command(std::string(CVS_SUITE_SINGLE) + " --check-options --gtest_filter=*smoke* --quiet")
+                .exit_code,
+            0);
+  std::filesystem::remove_all(dir);
+}
+
+// 3: the tool or the infrastructure failed, not a gate and not the user's input; `cvs --help`
+// lists every code.
+TEST(Cli, AnUnexpectedFailureExits3AndTheUsageListsEveryCode) {
+  const auto p = run_command(std::string(CVS_SUITE_SINGLE) + " --output /proc/cvs-cannot-be-made");
+  EXPECT_EQ(p.exit_code, 3) << p.out;
+  const auto h = run_command(std::string(CVS_BINARY) + " --help");
+  for (const char* code :
+       {"0 ok", "1 a gate failed", "2 bad input", "3 the tool or the infrastructure failed"})
+    EXPECT_NE(h.out.find(code), std::string::npos) << code << "\n" << h.out;
+}

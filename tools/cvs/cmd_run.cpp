@@ -18,7 +18,7 @@ int exec_program(const char* who, std::vector<std::string> owned) {
   argv.push_back(nullptr);
   ::execv(argv[0], argv.data());
   std::cerr << who << ": cannot execute " << owned[0] << "\n";
-  return kExitFail;
+  return kExitInfra;  // the tool's own program is missing: no gate was decided
 }
 
 }  // namespace

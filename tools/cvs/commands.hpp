@@ -36,5 +36,6 @@ std::filesystem::path suite_executable(const std::string& suite);
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFail = 1;   // a gate failed / a regression
 inline constexpr int kExitUsage = 2;  // bad input: config errors, bad arguments
+inline constexpr int kExitInfra = 3;  // the tool or the infrastructure failed (an unexpected error too)
 
 }  // namespace cvs::cli

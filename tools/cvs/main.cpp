@@ -53,7 +53,9 @@ commands:
 where: configs and thresholds in {cvs_root}/configs, {cvs_root}/thresholds; {cvs_root} is $CVS_ROOT,
 else the share/cvs-maxtext above this binary (an install's <prefix>/share/cvs-maxtext)
 
-exit codes: 0 ok, 1 a gate failed, 2 bad input (config errors, bad arguments)
+exit codes (every command, the suites, fleet mode and certify alike):
+  0 ok, 1 a gate failed, 2 bad input (config errors, bad or unknown arguments: nothing run),
+  3 the tool or the infrastructure failed (a store not reached, an unexpected error)
 )";
 
 }  // namespace
@@ -93,9 +95,9 @@ int main(int argc, char** argv) {
     return cvs::cli::kExitUsage;
   } catch (const cvs::history::StoreError& e) {  // the store could not be reached or read
     std::cerr << "cvs " << cmd << ": " << e.what() << "\n";
-    return 3;
-  } catch (const std::exception& e) {
+    return cvs::cli::kExitInfra;
+  } catch (const std::exception& e) {  // not a gate's verdict: the tool failed
     std::cerr << "cvs " << cmd << ": " << e.what() << "\n";
-    return cvs::cli::kExitFail;
+    return cvs::cli::kExitInfra;
   }
 }

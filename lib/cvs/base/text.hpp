@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cvs {
 
@@ -24,6 +25,10 @@ std::string html_escape(const std::string& s);
 // Every occurrence of `from` (not empty) in `s` replaced by `to`, left to right, never rescanning
 // a replacement.
 void replace_all(std::string& s, const std::string& from, const std::string& to);
+
+// Of `candidates`, the one nearest `word` by edit distance (for "did you mean"): empty when none is
+// within a third of the word's length.
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
 
 // Writes `text` to `path` whole: into `path`.part, flushed and checked (a full disk shows at the
 // flush), then renamed over it, so a reader never sees half a file. Throws std::runtime_error

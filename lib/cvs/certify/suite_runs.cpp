@@ -6,6 +6,7 @@
 
 #include "cvs/base/format.hpp"
 #include "cvs/base/text.hpp"
+#include "cvs/config/config_error.hpp"
 #include "cvs/config/layout.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/slurm.hpp"
@@ -42,6 +43,21 @@ FleetNode read_run(const std::string& name, const ProcResult& result, const fs::
 }
 
 }  // namespace
+
+void check_suite_args(const char* suite, const std::vector<std::string>& args) {
+  ProcRequest r;
+  r.argv = {suite_binary(suite).string(), "--check-options"};
+  r.argv.insert(r.argv.end(), args.begin(), args.end());
+  r.timeout = std::chrono::seconds(60);
+  r.label = suite;
+  const auto res = run_all({r}, 1).front();
+  if (res.exit_code == 0) return;
+  std::string why = res.err.empty() ? res.describe() : res.err.substr(0, res.err.find('\n'));
+  throw ConfigError(
+      "(command line)", "", why,
+      "fix or remove it: besides its own options, only the suite's options and gtest's --gtest_* "
+      "flags pass on to the runs");
+}
 
 ProcRequest suite_request(const char* suite, const fs::path& config, const fs::path& dir,
                           const std::string& tag, const std::string& label) {

@@ -33,6 +33,11 @@ struct NodeRuns {
   const char* log_prefix = "fleet";
 };
 
+// The arguments fleet mode or certify passes to every run of `suite`, parsed by the suite itself
+// (`<suite> --check-options ARGS`) before anything runs: a ConfigError (exit 2) naming what it does
+// not know, so a typo never reaches a thousand GPUs.
+void check_suite_args(const char* suite, const std::vector<std::string>& args);
+
 // A suite's run on the cluster file in `dir`, its report in dir/report, its run names tagged.
 ProcRequest suite_request(const char* suite, const std::filesystem::path& config,
                           const std::filesystem::path& dir, const std::string& tag, const std::string& label);
