@@ -295,9 +295,12 @@ void StepSeries::exclude(const Queued& q, ExcludedBecause why, double ref) {
                 ": its time includes a profiler window the log opens or closes around it";
       break;
   }
-  if (why == ExcludedBecause::StartUp || why == ExcludedBecause::AsyncDispatch ||
-      why == ExcludedBecause::CatchUp)
-    async_dropped_.push_back(q.r.step);
+  const bool async = why == ExcludedBecause::StartUp || why == ExcludedBecause::AsyncDispatch ||
+                     why == ExcludedBecause::CatchUp;
+  async_total_ += async;
+  ++excluded_by_rule_[static_cast<std::size_t>(why)];
+  if (excluded_.size() >= kNamedExclusions) return;
+  if (async) async_dropped_.push_back(q.r.step);
   excluded_.push_back({q.r.step, s, why});
   async_notes_.push_back(head + because);
 }
@@ -409,10 +412,21 @@ void StepSeries::add_convergence(const StepRecord& r) {
 void StepSeries::speed_metrics(RunMetrics& m) {
   auto set = [&](Metric k, double v) { m.values.set(k, v); };
   while (!queue_.empty()) judge_front();
-  m.warmup_dropped = std::min(kWarmupSteps, records_) + async_dropped_.size();
+  m.warmup_dropped = std::min(kWarmupSteps, records_) + async_total_;
   m.async_dropped_steps = async_dropped_;
   m.excluded = excluded_;
   for (auto& n : async_notes_) m.notes.push_back(std::move(n));
+  std::size_t total = 0;
+  std::string by_rule;
+  for (std::size_t k = 0; k < excluded_by_rule_.size(); ++k)
+    if (excluded_by_rule_[k] > 0) {
+      total += excluded_by_rule_[k];
+      by_rule += (by_rule.empty() ? "" : ", ") + std::to_string(excluded_by_rule_[k]) + " " +
+                 to_string(static_cast<ExcludedBecause>(k));
+    }
+  if (total > excluded_.size())
+    m.notes.push_back(std::to_string(total) + " records left out of the speed figures in all (" + by_rule +
+                      "); the first " + std::to_string(excluded_.size()) + " are named");
   m.step_times_s = std::move(speed_times_);
   if (speed_n_ < kMinSpeedRecords) {
     m.notes.push_back(

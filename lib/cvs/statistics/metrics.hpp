@@ -197,9 +197,14 @@ class StepSeries {
   long long warmup_end_step_ = 0;
   std::map<long long, std::pair<ExcludedBecause, long long>> marks_ahead_;  // step -> (event, its step)
   bool profiler_open_ = false, mark_next_profiler_ = false;
+  // The first kNamedExclusions records left out are named one by one (steps, notes); past them
+  // only counted a rule (a multi-GB log in bounded memory).
+  static constexpr std::size_t kNamedExclusions = 20;
   std::vector<long long> async_dropped_;
   std::vector<ExcludedStep> excluded_;
   std::vector<std::string> async_notes_;
+  std::size_t async_total_ = 0;
+  std::array<std::size_t, 6> excluded_by_rule_{};
   // Timed records the speed percentiles leave out (warm-up, rampup), as index ranges.
   std::vector<std::pair<std::size_t, std::size_t>> not_speed_;
   TimedSeries timed_;
