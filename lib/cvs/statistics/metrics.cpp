@@ -409,9 +409,9 @@ void StepSeries::add_convergence(const StepRecord& r) {
   recent_.push({r.step, s});
 }
 
-void StepSeries::speed_metrics(RunMetrics& m) {
-  auto set = [&](Metric k, double v) { m.values.set(k, v); };
-  while (!queue_.empty()) judge_front();
+// The records left out of the speed figures, into the run's figures and notes: the first
+// kNamedExclusions one by one, the rest counted by rule.
+void StepSeries::exclusion_notes(RunMetrics& m) {
   m.warmup_dropped = std::min(kWarmupSteps, records_) + async_total_;
   m.async_dropped_steps = async_dropped_;
   m.excluded = excluded_;
@@ -427,6 +427,12 @@ void StepSeries::speed_metrics(RunMetrics& m) {
   if (total > excluded_.size())
     m.notes.push_back(std::to_string(total) + " records left out of the speed figures in all (" + by_rule +
                       "); the first " + std::to_string(excluded_.size()) + " are named");
+}
+
+void StepSeries::speed_metrics(RunMetrics& m) {
+  auto set = [&](Metric k, double v) { m.values.set(k, v); };
+  while (!queue_.empty()) judge_front();
+  exclusion_notes(m);
   m.step_times_s = std::move(speed_times_);
   if (speed_n_ < kMinSpeedRecords) {
     m.notes.push_back(

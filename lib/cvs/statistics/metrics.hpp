@@ -160,6 +160,7 @@ class StepSeries {
   void mark_steps(ExcludedBecause why, long long step);
   void exclude_timed(std::size_t i);
   void commit_speed(const SpeedRecord& r);
+  void exclusion_notes(RunMetrics& m);
   void speed_metrics(RunMetrics& m);
   void loss_curve_metrics(RunMetrics& m);
   void convergence_metrics(RunMetrics& m);
