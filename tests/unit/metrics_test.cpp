@@ -8,6 +8,7 @@
 #include "cvs/logs/metrics_file.hpp"
 #include "cvs/results/compare.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/verdicts/evaluation.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -287,4 +288,20 @@ TEST(Metrics, AFourDeviceLogIsPerDeviceAndItsTotalIsFourTimesThat) {
   const auto& tot = m.steady.intervals.at("tokens_per_sec_total");
   const auto& per = m.steady.intervals.at("tokens_per_sec_per_gpu");
   EXPECT_NEAR(tot.estimate, 4 * per.estimate, 1e-6 * tot.estimate);
+}
+
+// Too few step records for a speed figure: an enforced speed gate is undecided (INCONCLUSIVE, which
+// on_inconclusive fail fails), never a pass by absence.
+TEST(Metrics, ASpeedGateWithNoFigureIsInconclusiveNotNotApplicable) {
+  const auto m = cvs::compute_metrics({step(0, 5, 5), step(1, 1, 5), step(2, 1, 5)}, {}, {});
+  ASSERT_FALSE(m.get("tokens_per_sec_per_gpu"));
+  const std::vector<cvs::ThresholdSpec> cell = {
+      {"tokens_per_sec_per_gpu", cvs::ThresholdKind::MinTokS, 1.0, {}, ""}};
+  const auto e = cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, true, false);
+  EXPECT_EQ(e.outcome, cvs::Outcome::Inconclusive) << e.message;
+  EXPECT_NE(e.message.find("no interval"), std::string::npos) << e.message;
+  EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_per_gpu", m, &cell, false, false).outcome,
+            cvs::Outcome::Record);
+  EXPECT_EQ(cvs::evaluate_metric("tokens_per_sec_per_gpu", m, nullptr, true, false).outcome,
+            cvs::Outcome::NA);
 }

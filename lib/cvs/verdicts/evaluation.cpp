@@ -176,6 +176,14 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
     for (const auto& s : *cell)
       if (s.metric == metric) e.spec = s;
   if (!e.actual) {
+    // A speed gate the run gave no figure for (too few step records to measure) is no pass: it is
+    // undecided, as a figure without an interval is.
+    if (e.spec && e.spec->kind != ThresholdKind::Info && is_speed_metric(metric)) {
+      e.outcome = enforce ? Outcome::Inconclusive : Outcome::Record;
+      e.message = "no figure and no interval to decide on against " + to_string(e.spec->kind) + " " +
+                  fig(metric, e.spec->value) + unit(e.spec->kind) + " (" + run.steady.why_none(metric) + ")";
+      return e;
+    }
     e.outcome = Outcome::NA;
     e.message = "not produced by this run";
     return e;
