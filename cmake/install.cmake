@@ -21,8 +21,10 @@ install(TARGETS jaxmaxtext_single jaxmaxtext_distributed jaxmaxtext_fleet jaxmax
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/setup-venv DESTINATION ${CVS_INSTALL_LIBEXEC})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs ${PROJECT_SOURCE_DIR}/thresholds DESTINATION ${CVS_INSTALL_DATA})
 install(FILES ${PROJECT_SOURCE_DIR}/tools/requirements-maxtext-cpu.lock DESTINATION ${CVS_INSTALL_DATA})
-install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/architecture.md
-              ${PROJECT_SOURCE_DIR}/packaging/copyright DESTINATION ${CVS_INSTALL_DOC})
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/packaging/copyright
+        DESTINATION ${CVS_INSTALL_DOC})
+# The docs by task, where the README's links find them (docs/NAME.md beside it).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION ${CVS_INSTALL_DOC} FILES_MATCHING PATTERN "*.md")
 
 # gzip -9n: what Debian's policy asks of man pages and changelogs (no timestamp, reproducible).
 find_program(CVS_GZIP gzip REQUIRED)
