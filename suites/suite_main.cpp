@@ -120,8 +120,8 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   opts.expected_mode = mode;
   if (mode == Mode::Single) opts.config = cvs_root() / "configs" / "cpu_jaxmaxtext_tiny_single.json";
   std::vector<std::string> gtest_args;
-  bool listing = false, has_output_flag = false;
-  std::string user_xml;  // --gtest_output=xml:FILE
+  bool listing = false;
+  std::string user_xml;  // --gtest_output=xml:FILE (or xml:DIR/): where the JUnit file goes
   CLI::App app{std::string(suite_name) + ": the jaxmaxtext suite's options, besides gtest's", suite_name};
   report::ReporterOptions ro;  // its outputs' options are parsed with the suite's
   try {
@@ -138,8 +138,13 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
     if (parsed.check_only) return 0;
     for (const auto& a : parsed.gtest) {
       listing |= a == "--gtest_list_tests";
-      if (a.rfind("--gtest_output=xml:", 0) == 0 && a.back() != '/') user_xml = a.substr(19);
-      has_output_flag |= a.rfind("--gtest_output", 0) == 0;
+      // The suite writes the JUnit file from its typed stages (ERROR as <error>, real setup time,
+      // the suite's own names): gtest's XML is never written, only its json: output passes on.
+      if (a.rfind("--gtest_output=xml", 0) == 0) {
+        user_xml = a.size() > 19 ? a.substr(19) : "";
+        if (user_xml.empty() || user_xml.back() == '/') user_xml += std::string(suite_name) + ".xml";
+        continue;
+      }
       gtest_args.push_back(a);
     }
     if (opts.config.empty())
@@ -160,10 +165,6 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
     std::cerr << suite_name << ": " << e.what() << "\n";
     return 3;
   }
-  // JUnit XML for Jenkins next to the report unless the caller chose a place.
-  if (!has_output_flag && !listing)
-    gtest_args.push_back("--gtest_output=xml:" +
-                         (fixtures::Session::get().opts().output / "junit.xml").string());
   std::vector<char*> rest = {argv[0]};
   for (auto& a : gtest_args) rest.push_back(a.data());
   int n = static_cast<int>(rest.size());
@@ -172,7 +173,8 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   const auto& so = fixtures::Session::get().opts();
   ro.history = so.history;
   ro.record_history = !listing;  // --gtest_list_tests runs nothing: nothing to remember
-  if (!listing) ro.junit = has_output_flag ? user_xml : (so.output / "junit.xml").string();
+  // JUnit XML for Jenkins next to the report unless the caller chose a place.
+  if (!listing) ro.junit = user_xml.empty() ? (so.output / "junit.xml").string() : user_xml;
   auto* listener = new report::ReportListener(
       [](std::vector<StageRecord> stages) {
         const auto& s = fixtures::Session::get();

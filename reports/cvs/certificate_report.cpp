@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cvs/base/text.hpp"
+#include "cvs/junit.hpp"
 
 namespace cvs::report {
 namespace {
@@ -122,40 +123,6 @@ std::string render_certificate_html(const Certificate& c) {
   h += fmt::format("<p>cvs-maxtext {} (commit {}), {} to {}.</p></body></html>\n", esc(c.tool_version),
                    esc(c.git_commit), esc(c.started_at), esc(c.ended_at));
   return h;
-}
-
-std::string render_certificate_junit(const Certificate& c) {
-  std::map<std::string, std::string> excluded;
-  for (const auto& e : c.excluded) excluded.emplace(e.node, e.tier + ": " + e.evidence);
-  std::size_t failures = excluded.size(), skipped = 0;
-  std::string cases;
-  for (const auto& t : c.tiers) {
-    cases += fmt::format("    <testcase classname=\"certify\" name=\"tier.{}\"", to_string(t.kind));
-    if (t.state != TierState::Decided) {
-      ++skipped;
-      cases += fmt::format(">\n      <skipped message=\"{}\"/>\n    </testcase>\n", esc(t.why_not_run));
-    } else if (t.outcome != Outcome::Pass) {
-      ++failures;
-      cases += fmt::format(">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
-                           esc(to_string(t.outcome, "?")), esc(t.summary));
-    } else {
-      cases += "/>\n";
-    }
-  }
-  for (const auto& h : c.inputs.hosts) {
-    cases += fmt::format("    <testcase classname=\"certify\" name=\"node.{}\"", esc(h));
-    const auto it = excluded.find(h);
-    cases += it == excluded.end()
-                 ? "/>\n"
-                 : fmt::format(">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
-                               esc(it->second), esc(it->second));
-  }
-  const auto tests = c.tiers.size() + c.inputs.hosts.size();
-  return fmt::format(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"{}\" failures=\"{}\" skipped=\"{}\" "
-      "name=\"cvs certify\">\n  <testsuite name=\"certify\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n{}"
-      "  </testsuite>\n</testsuites>\n",
-      tests, failures, skipped, tests, failures, skipped, cases);
 }
 
 void write_certificate_files(const std::filesystem::path& dir, const Certificate& c, const Cluster& cluster) {

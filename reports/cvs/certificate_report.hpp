@@ -14,7 +14,6 @@
 namespace cvs::report {
 
 std::string render_certificate_html(const Certificate& c);
-std::string render_certificate_junit(const Certificate& c);
 // Writes the page, the JUnit file, slurm_exclude.txt and (with certified nodes) healthy_cluster.json
 // into `dir`: the certificate reporter's files (reporters.hpp).
 void write_certificate_files(const std::filesystem::path& dir, const Certificate& c, const Cluster& cluster);

@@ -11,27 +11,6 @@
 
 namespace cvs::report {
 
-std::string render_fleet_junit(const FleetScore& score, const std::string& suite) {
-  std::size_t failures = 0;
-  for (const auto& n : score.nodes) failures += n.suspect ? 1 : 0;
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites tests=\"{}\" failures=\"{}\" name=\"{}\">\n", score.nodes.size(), failures,
-                     html_escape(suite));
-  out += fmt::format("  <testsuite name=\"fleet\" tests=\"{}\" failures=\"{}\">\n", score.nodes.size(),
-                     failures);
-  for (const auto& n : score.nodes) {
-    out += fmt::format("    <testcase classname=\"fleet\" name=\"node.{}\"", html_escape(n.name));
-    if (!n.suspect) {
-      out += "/>\n";
-      continue;
-    }
-    const auto why = html_escape(fleet_reasons(n));
-    out += fmt::format(">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n", why, why);
-  }
-  out += "  </testsuite>\n</testsuites>\n";
-  return out;
-}
-
 namespace {
 
 // One figure across the nodes: a dot per node on a horizontal scale, suspects in red, the median

@@ -10,7 +10,6 @@
 
 namespace cvs::report {
 
-std::string render_fleet_junit(const FleetScore& score, const std::string& suite);
 std::string render_fleet_html(const FleetScore& score, const std::vector<FleetNode>& nodes,
                               const FleetPolicy& policy, const std::string& title,
                               const PairsResult* pairs = nullptr);  // --pairs: its runs and findings

@@ -1,6 +1,7 @@
 #include "cvs/listener.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "cvs/html_report.hpp"
@@ -20,7 +21,9 @@ StageRecord stage_record(const ::testing::TestInfo& info) {
     const auto& part = r->GetTestPartResult(i);
     if (part.failed() || part.skipped()) {
       if (!t.message.empty()) t.message += "\n";
-      t.message += part.message();
+      std::string m = part.message();
+      if (m.rfind("Failed\n", 0) == 0) m.erase(0, 7);  // gtest's own word for FAIL(): the reason follows
+      t.message += m;
     }
   }
   for (int i = 0; i < r->test_property_count(); ++i) {
@@ -28,6 +31,8 @@ StageRecord stage_record(const ::testing::TestInfo& info) {
     t.properties.emplace_back(p.key(), p.value());
     if (std::string(p.key()) == "summary" && t.message.empty()) t.message = p.value();
   }
+  if (const auto before = t.property(StageRecord::kSecondsBeforeProperty); !before.empty())
+    t.seconds += std::strtod(before.c_str(), nullptr);
   t.outcome = stage_outcome(t.status, t.property("outcome"));
   return t;
 }

@@ -12,7 +12,7 @@
 #include "cvs/fleet_report.hpp"
 #include "cvs/history/openmetrics.hpp"
 #include "cvs/html_report.hpp"
-#include "cvs/junit_errors.hpp"
+#include "cvs/junit.hpp"
 
 namespace cvs::report {
 namespace {
@@ -78,12 +78,9 @@ std::string results_json(const ReportContext& c) {
   return c.results ? written(c.folder / "results.json", to_json(*c.results).dump(2) + "\n") : "";
 }
 
-// gtest writes only <failure>: the stages that ended ERROR get <error> in the JUnit file.
-std::string junit_errors(const ReportContext& c, const std::filesystem::path& file) {
-  if (!c.results) return "";
-  if (!rewrite_junit_errors(file))
-    throw std::runtime_error("could not mark the ERROR stages in " + file.string());
-  return file.string();
+// The session's JUnit file, from its typed stages (junit.hpp).
+std::string session_junit(const ReportContext& c, const std::filesystem::path& file) {
+  return c.results ? written(file, render_session_junit(*c.results)) : "";
 }
 
 // The fleet's files that act: what the next job reads (suspects, the healthy cluster file).
@@ -129,11 +126,13 @@ std::vector<std::unique_ptr<Reporter>> reporters(const ReporterOptions& o) {
                        : "";
     }));
   if (!o.junit.empty())
-    v.push_back(output("junit", false, [f = o.junit](const ReportContext& c) { return junit_errors(c, f); }));
+    v.push_back(
+        output("junit", false, [f = o.junit](const ReportContext& c) { return session_junit(c, f); }));
   if (o.fleet_files) {
     v.push_back(output("fleet", true, fleet_files));
     v.push_back(output("junit", true, [](const ReportContext& c) {
-      return c.fleet ? written(c.folder / "junit.xml", render_fleet_junit(c.fleet->score, "jaxmaxtext_fleet"))
+      return c.fleet ? written(c.folder / "junit.xml",
+                               render_fleet_junit(c.fleet->score, c.fleet->nodes, "jaxmaxtext_fleet"))
                      : "";
     }));
     v.push_back(output("report", true, fleet_page));

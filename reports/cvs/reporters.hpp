@@ -1,12 +1,11 @@
 // Every output is a reporter behind one interface, built from typed results: a session's
-// results.json, report.html and JUnit file (gtest writes it; its reporter marks the ERROR stages,
-// junit_errors.hpp); a fleet run's files (fleet.json, suspect_nodes.txt, healthy_nodes.txt,
-// slurm_exclude.txt, healthy_cluster.json), its JUnit file and fleet.html; a certification's
-// certificate.html, JUnit, slurm_exclude.txt and healthy_cluster.json; and for each of these (and a
-// calibration) the OpenMetrics textfile, the Pushgateway push, the Markdown summary and the results
-// history. The suites, `cvs report`, fleet mode, certify and calibrate loop over the same list
-// (reporters()); a new format is one reporter (a class, or output(name, essential, write)) and one
-// line in reporters() or output_options().
+// results.json, report.html and JUnit file (junit.hpp, from the typed stages); a fleet run's files
+// (fleet.json, suspect_nodes.txt, healthy_nodes.txt, slurm_exclude.txt, healthy_cluster.json), its JUnit file
+// and fleet.html; a certification's certificate.html, JUnit, slurm_exclude.txt and healthy_cluster.json; and
+// for each of these (and a calibration) the OpenMetrics textfile, the Pushgateway push, the Markdown summary
+// and the results history. The suites, `cvs report`, fleet mode, certify and calibrate loop over the same
+// list (reporters()); a new format is one reporter (a class, or output(name, essential, write)) and one line
+// in reporters() or output_options().
 #pragma once
 
 #include <filesystem>
@@ -73,8 +72,8 @@ struct ReporterOptions {
   bool fleet_files = false;    // a fleet run's files, JUnit and fleet.html
   bool certify_files = false;  // a certification's page, JUnit, exclude and healthy cluster files
   std::string html;            // report.html elsewhere ("": <folder>/report.html)
-  std::string junit;           // the session's JUnit file, whose ERROR stages get <error> ("": none)
-  std::string history;         // --history SPEC ("none": off; "": $CVS_HISTORY or the default store)
+  std::string junit;    // the session's JUnit file, written from its typed stages (junit.hpp; "": none)
+  std::string history;  // --history SPEC ("none": off; "": $CVS_HISTORY or the default store)
   bool record_history = true;
   // The outputs asked for by an option, by its flag ("--openmetrics" -> FILE): output_options().
   std::map<std::string, std::string> outputs;

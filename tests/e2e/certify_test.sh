@@ -74,7 +74,7 @@ hosts = {n["name"]: n["host"] for n in json.load(open(d + "/inputs/../../cluster
 ex = open(d + "/slurm_exclude.txt").read().strip()
 assert ex == ("--exclude=" + ",".join(hosts[n] for n in excluded) if excluded else ""), ex
 root = ET.parse(d + "/junit.xml").getroot()
-failed = {tc.get("name") for tc in root.iter("testcase") if tc.find("failure") is not None}
+failed = {tc.get("name") for tc in root.iter("testcase") if tc.find("failure") is not None or tc.find("error") is not None}
 want = {"node." + n for n in excluded} | {"tier." + t for t in set(excluded.values())}
 assert failed == want, (failed, want)
 html = open(d + "/certificate.html").read()
@@ -116,6 +116,7 @@ grep -q "preflight tier already decided" "$out/resume.log" || fail "resume ran t
 grep -q "nodes tier already decided" "$out/resume.log" || fail "resume ran the nodes tier again"
 [[ ! -e $out/resumed/preflight-2 && ! -e $out/resumed/nodes-2 ]] || fail "a decided tier ran twice: $(ls "$out/resumed")"
 check_outputs "$out/resumed" ns-a,ns-b,ns-c,ns-d '{}' || fail "resumed outputs"
+junit_valid "$out/resumed/junit.xml"
 python3 - "$out/history.sqlite" <<'PY' || fail "the certifications in the history"
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
@@ -145,6 +146,7 @@ rc=0
 cleanup
 [[ $rc -eq 0 ]] || { tail -30 "$out/degraded.log"; fail "degraded: exit $rc, expected 0 (--min-nodes 2)"; }
 check_outputs "$out/degraded" ns-a,ns-c '{"ns-b": "nodes", "ns-d": "links"}' || { tail -20 "$out/degraded.log"; fail "degraded outputs"; }
+junit_valid "$out/degraded/junit.xml"
 python3 - "$out/degraded" <<'PY' || fail "degraded evidence"
 import json, sys
 c = json.load(open(sys.argv[1] + "/certificate.json"))

@@ -10,6 +10,12 @@ fail() {
 }
 export CVS_CALIBRATION_DIR="$1/no-calibration"
 
+# A JUnit file the tool wrote passes Jenkins' xunit-plugin schema whole (tests/data/junit).
+junit_valid() {
+  xmllint --noout --schema "$(dirname "${BASH_SOURCE[0]}")/../data/junit/junit-10.xsd" "$1" ||
+    fail "$1 does not pass junit-10.xsd"
+}
+
 # The processes of network namespace $1 moved into a cgroup of their own, $2, capped at $3 % of one
 # CPU (cgroup v1 cpu.cfs_quota_us, or v2 cpu.max): a node slower whether or not the others run.
 # uncap_cpu moves them back and removes it (a trap's cleanup may call it at any time). Without a

@@ -26,9 +26,12 @@ assert setup["outcome"] == "ERROR" and "none of train_script_paths exists" in se
 later = [s for s in r["stages"] if s["stage"] != "test_setup"]
 assert later and all(s["outcome"] == "SKIPPED" for s in later), [s["outcome"] for s in later]
 root = ET.parse(d + "/junit.xml").getroot()
-case = [c for c in root.iter("testcase") if c.get("classname") == "test_setup"][0]
+assert root.get("name") == "jaxmaxtext_single", root.attrib
+case = [c for c in root.iter("testcase") if c.get("classname") == "jaxmaxtext_single.test_setup"][0]
 assert case.find("error") is not None and case.find("failure") is None, ET.tostring(case)
+assert float(case.get("time")) > 0 and abs(float(case.get("time")) - setup["seconds"]) < 0.01, (case.get("time"), setup)
 assert root.get("errors") == "1" and root.get("failures") == "0", root.attrib
-print("setup ERROR: exit 3, JUnit <error>, later stages skipped")
+print("setup ERROR: exit 3, JUnit <error>, later stages skipped; the setup's probe time", case.get("time"), "s")
 PY
+junit_valid "$out/session/junit.xml"
 echo "1 passed, 0 failed"

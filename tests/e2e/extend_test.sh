@@ -104,4 +104,5 @@ for path, status in zip(sys.argv[1:], ("FAIL", "PASS")):
     assert e["outcome"] == "INCONCLUSIVE" and "no interval" in e["message"], e
 print("3 steps: INCONCLUSIVE fails with on_inconclusive fail, is reported and passes with pass")
 PY
+for s in short_fail short_pass; do junit_valid "$out/$s/junit.xml"; done
 echo "1 passed, 0 failed"

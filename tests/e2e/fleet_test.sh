@@ -110,10 +110,12 @@ assert open(d + "/slurm_exclude.txt").read().strip() == "--exclude=localhost,10.
 hc = json.load(open(d + "/healthy_cluster.json"))
 assert [n["name"] for n in hc["nodes"]] == ["local0", "local1"] and hc["head"] == "local0", hc
 root = ET.parse(d + "/junit.xml").getroot()
-failed = {tc.get("name") for tc in root.iter("testcase") if tc.find("failure") is not None}
+failed = {tc.get("name") for tc in root.iter("testcase") if tc.find("failure") is not None or tc.find("error") is not None}
 assert failed == {"node.ns-a", "node.ns-b", "node.local2"}, failed
+assert all(float(tc.get("time")) > 0 for tc in root.iter("testcase")), "a node's run has its seconds"
 html = open(d + "/fleet.html").read()
 assert html.index("ns-a") < html.index("local0") and html.count("SUSPECT") == 3
 print("degraded fleet: suspects", ", ".join(f"{k} ({v[:90]})" for k, v in sus.items()))
 PY
+junit_valid "$out/degraded/junit.xml"
 echo "PASS"

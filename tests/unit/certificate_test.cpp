@@ -11,6 +11,7 @@
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
 #include "cvs/fleet/certificate.hpp"
+#include "cvs/junit.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -198,9 +199,11 @@ TEST(Certificate, JunitHasATestcasePerTierAndPerNode) {
   c.tier(K::Nodes)->outcome = Outcome::Fail;
   cvs::decide(c);
   const auto x = cvs::report::render_certificate_junit(c);
-  EXPECT_NE(x.find("tests=\"6\" failures=\"2\""), std::string::npos) << x;
-  EXPECT_NE(x.find("name=\"tier.preflight\"/>"), std::string::npos) << x;
-  EXPECT_NE(x.find("name=\"node.b\">"), std::string::npos) << x;
+  EXPECT_TRUE(cvs::test::valid_junit(x));
+  EXPECT_NE(x.find("tests=\"6\" failures=\"2\" errors=\"0\""), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"tier.preflight\" classname=\"cvs_certify.tiers\""), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"node.b\" classname=\"cvs_certify.nodes\" time=\"0.000\">"), std::string::npos)
+      << x;
   EXPECT_NE(x.find("tokens/s &lt;low&gt;"), std::string::npos) << x;
   const auto h = cvs::report::render_certificate_html(c);
   EXPECT_NE(h.find("NOT CERTIFIED"), std::string::npos);

@@ -13,6 +13,7 @@
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet_report.hpp"
 #include "cvs/history/store.hpp"
+#include "cvs/junit.hpp"
 #include "cvs/probe/gpu_probe.hpp"
 #include "test_helpers.hpp"
 
@@ -164,9 +165,15 @@ TEST(Fleet, OutputsNameTheSuspectsAndAHealthyClusterFileThatLoads) {
       << "a one-node file: the node's own";
   EXPECT_EQ(healthy.nodes[0].user, "ops");
   EXPECT_EQ(healthy.ssh.connect_timeout_s, 5) << "the rest of the cluster file is kept";
-  const auto junit = cvs::report::render_fleet_junit(s, "jaxmaxtext_fleet");
-  EXPECT_NE(junit.find("name=\"node.gpu1\">\n      <failure"), std::string::npos) << junit;
-  EXPECT_NE(junit.find("name=\"node.gpu2\"/>"), std::string::npos) << junit;
+  const auto junit = cvs::report::render_fleet_junit(s, nodes, "jaxmaxtext_fleet");
+  EXPECT_TRUE(cvs::test::valid_junit(junit));
+  EXPECT_NE(
+      junit.find("name=\"node.gpu1\" classname=\"jaxmaxtext_fleet.fleet\" time=\"0.000\">\n      <failure"),
+      std::string::npos)
+      << junit;
+  EXPECT_NE(junit.find("name=\"node.gpu2\" classname=\"jaxmaxtext_fleet.fleet\" time=\"0.000\"/>"),
+            std::string::npos)
+      << junit;
   const auto html = cvs::report::render_fleet_html(s, nodes, {}, "fleet");
   EXPECT_LT(html.find("gpu1"), html.find("gpu2")) << "worst first";
   EXPECT_NE(html.find("<svg"), std::string::npos);

@@ -1,9 +1,11 @@
 #include "test_helpers.hpp"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -81,6 +83,22 @@ ThresholdSpec threshold_spec(const std::string& metric, ThresholdKind kind, doub
   s.kind = kind;
   s.value = value;
   return s;
+}
+
+::testing::AssertionResult valid_junit(const std::string& xml) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("cvs-junit-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()) + ".xml");
+  {
+    std::ofstream out(file);
+    out << xml;
+  }
+  const auto p = run_command("xmllint --noout --schema '" + data("junit/junit-10.xsd").string() + "' '" +
+                             file.string() + "'");
+  std::filesystem::remove(file);
+  if (p.exit_code == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "xmllint against junit-10.xsd: exit " << p.exit_code << "\n"
+                                       << p.out << "\n"
+                                       << xml;
 }
 
 }  // namespace cvs::test

@@ -50,3 +50,9 @@ struct Proc {
 Proc run_command(const std::string& cmd);
 
 }  // namespace cvs::test
+
+namespace cvs::test {
+// xmllint --schema tests/data/junit/junit-10.xsd on `xml`: success, or its complaint (Jenkins'
+// xunit-plugin schema; a JUnit file the tool writes passes it whole).
+::testing::AssertionResult valid_junit(const std::string& xml);
+}  // namespace cvs::test

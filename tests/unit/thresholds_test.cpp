@@ -142,3 +142,30 @@ TEST(Thresholds, TheLossCurveGateNeverFailsWhenThresholdsAreNotEnforced) {
   EXPECT_EQ(cvs::evaluate_loss_curve(m, lc, true).outcome, Outcome::Pass);
   EXPECT_EQ(cvs::evaluate_loss_curve(metrics({}), lc, true).outcome, Outcome::NA);
 }
+
+// A failing gate's words carry its absolute bounds; an N/A names only the notes about its metric.
+TEST(Thresholds, AFailingWithinOrRatioGateSaysItsAbsoluteBounds) {
+  using K = cvs::ThresholdKind;
+  auto m = metrics({{"final_loss", 6}, {"tokens_per_sec_total", 1500}, {"tokens_per_sec_per_gpu", 1000}});
+  std::vector<cvs::ThresholdSpec> cell = {threshold_spec("final_loss", K::Within, 5.2)};
+  cell[0].tolerance_pct = 5.0;
+  auto ratio = threshold_spec("tokens_per_sec_total", K::MinRatio, 1.9);
+  ratio.reference = "tokens_per_sec_per_gpu";
+  cell.push_back(ratio);
+  const auto within = cvs::evaluate_metric("final_loss", m, &cell, true);
+  EXPECT_EQ(within.outcome, Outcome::Fail);
+  EXPECT_NE(within.message.find("outside 5.2 +/- 5% [4.94, 5.46]"), std::string::npos) << within.message;
+  const auto r = cvs::evaluate_metric("tokens_per_sec_total", m, &cell, true);
+  EXPECT_EQ(r.outcome, Outcome::Fail);
+  EXPECT_NE(r.message.find("(needs >= 1900"), std::string::npos) << r.message;
+}
+
+TEST(Thresholds, AnNAsWordsAreTheNotesAboutItsMetricOnly) {
+  const std::vector<std::string> notes = {
+      "no step line has TFLOP/s/device (or the 2023 TFLOP/s): the TFLOP/s figures are absent",
+      "2 records left out of the speed figures in all (2 dispatch); the first 2 are named",
+      "no eval line: eval_loss is absent"};
+  EXPECT_EQ(cvs::notes_about("eval_loss", notes), std::vector<std::string>{notes[2]});
+  EXPECT_EQ(cvs::notes_about("tflops_per_sec_per_gpu", notes), std::vector<std::string>{notes[0]});
+  EXPECT_TRUE(cvs::notes_about("checkpoint_save_seconds", notes).empty());
+}

@@ -164,6 +164,9 @@ struct StageRecord {
   std::string sweep_key() const { return property(kSweepKeyProperty); }
   // The property a sweep's stages record their sweep key under (the suite's RecordProperty).
   static constexpr const char* kSweepKeyProperty = "sweep_key";
+  // Seconds a stage spent before its test began (the setup runs in the gtest Environment): the
+  // record's `seconds` are the test's own plus these.
+  static constexpr const char* kSecondsBeforeProperty = "seconds_before_test";
 };
 // The outcome a stage reports: its "outcome" property where it set one (ERROR, INCONCLUSIVE,
 // N/A, RECORD...), held to gtest's status (a failed test is FAIL unless it said INCONCLUSIVE or

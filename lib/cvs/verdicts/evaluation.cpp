@@ -127,8 +127,10 @@ void decide_on_point(Evaluation& e, const RunMetrics& run, bool enforce) {
     case ThresholdKind::Within: {
       const double tol = std::fabs(s.value) * *s.tolerance_pct / 100.0;
       ok = std::fabs(a - s.value) <= tol;
+      // The absolute bounds too: a reader should not have to work out what +/- 2 % of 7.3 is.
       cmp = fig(e.metric, a) + (ok ? " within " : " outside ") + fig(e.metric, s.value) + " +/- " +
-            fmt(*s.tolerance_pct) + "%";
+            fmt(*s.tolerance_pct) + "% [" + fig(e.metric, s.value - tol) + ", " +
+            fig(e.metric, s.value + tol) + "]";
       break;
     }
     case ThresholdKind::MinRatio: {
@@ -142,7 +144,8 @@ void decide_on_point(Evaluation& e, const RunMetrics& run, bool enforce) {
       const double ratio = a / *ref;
       ok = ratio >= s.value;
       cmp = fig(e.metric, a) + " / " + s.reference + " " + fig(s.reference, *ref) + " = " + fmt(ratio) +
-            (ok ? " >= " : " < ") + fig(e.metric, s.value);
+            (ok ? " >= " : " < ") + fig(e.metric, s.value) + " (needs >= " + fig(e.metric, s.value * *ref) +
+            ")";
       break;
     }
     case ThresholdKind::Info:
@@ -229,6 +232,28 @@ Evaluation evaluate_loss_curve(const RunMetrics& run, const LossCurve& lc, bool 
   }
   e.outcome = ok ? Outcome::Pass : Outcome::Fail;
   return e;
+}
+
+std::vector<std::string> notes_about(const std::string& metric, const std::vector<std::string>& notes) {
+  // The words a note uses for a metric's family (metrics.cpp's notes): its own name always.
+  std::vector<std::string> words = {metric};
+  const auto has = [&](const char* part) { return metric.find(part) != std::string::npos; };
+  if (has("tflops")) words.insert(words.end(), {"TFLOP/s", "throughput"});
+  if (has("tokens")) words.insert(words.end(), {"tokens/s", "Tokens/s", "throughput"});
+  if (has("step_time")) words.insert(words.end(), {"step-time", "step time"});
+  if (has("loss")) words.emplace_back("loss");
+  if (has("target")) words.emplace_back("target");
+  if (has("checkpoint")) words.emplace_back("checkpoint");
+  if (has("memory")) words.emplace_back("memory");
+  if (is_speed_metric(metric)) words.emplace_back("steady-state");
+  std::vector<std::string> out;
+  for (const auto& n : notes)
+    for (const auto& w : words)
+      if (n.find(w) != std::string::npos) {
+        out.push_back(n);
+        break;
+      }
+  return out;
 }
 
 }  // namespace cvs

@@ -50,6 +50,9 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
 // the slope over the sampled points must be < max_slope. Enforced only when loss_curve.enforce
 // and enforce_thresholds are both true ("records values but does not fail" otherwise).
 Evaluation evaluate_loss_curve(const RunMetrics& run, const LossCurve& lc, bool enforce_thresholds);
+// Of a run's notes, the ones about `metric` (why its figure, or its family's, is absent): what an
+// N/A says, and nothing else (a note on the step timing is no reason for an absent eval loss).
+std::vector<std::string> notes_about(const std::string& metric, const std::vector<std::string>& notes);
 // Whether that gate can fail a run (both switches on).
 bool loss_curve_gated(const LossCurve& lc, bool enforce_thresholds);
 
