@@ -80,8 +80,8 @@ Options parse_options(CLI::App& app, int argc, char** argv, cvs::report::Reporte
                  ? fs::absolute(fs::path("cvs-results") / ("certify-" + cvs::utc_now("%Y%m%d-%H%M%S")))
                  : fs::absolute(output);
   o.suite_args = app.remaining();
+  o.history = reports.history;
   reports.certify_files = true;
-  cvs::fleet::pass_history_on(reports, o.suite_args);
   o.tool_version = CVS_VERSION;
   o.git_commit = CVS_GIT_COMMIT;
   return o;
@@ -118,9 +118,7 @@ int main(int argc, char** argv) {
         o = parse_options(app, argc, argv, reports);
         cvs::fleet::check_suite_args("jaxmaxtext_single", o.suite_args);  // a typo runs nothing
         in = cvs::certify::load_inputs(o);  // every check before any node runs or anything is written
-        // A resumed certification is recorded where its start was (its suite runs carry that --history).
-        for (std::size_t i = 0; reports.history.empty() && i + 1 < o.suite_args.size(); ++i)
-          if (o.suite_args[i] == "--history") reports.history = o.suite_args[i + 1];
+        reports.history = o.history;        // resolved: a resumed certification's own store
       }))
     return *rc;
   cvs::install_interrupt_handler();

@@ -35,14 +35,15 @@ std::string excluded_table(const Certificate& c) {
 std::string tiers_table(const Certificate& c) {
   std::string h =
       "<table><tr><th>Tier</th><th>Outcome</th><th>Nodes in</th><th>Excluded</th><th>Minutes</th>"
-      "<th>Node-minutes</th><th>Node-steps</th><th>What it found</th></tr>";
+      "<th>Node-minutes</th><th>Node-steps</th><th>Budget</th><th>What it found</th></tr>";
   for (const auto& t : c.tiers)
     h += fmt::format(
         "<tr><td>{}</td><td "
         "class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{}</td>"
-        "<td>{}</td></tr>",
+        "<td>{}</td><td>{}</td></tr>",
         to_string(t.kind), t.outcome == Outcome::Pass && t.state == TierState::Decided ? "ok" : "bad",
         esc(tier_word(t)), t.nodes_in.size(), t.excluded.size(), t.seconds / 60, t.node_minutes, t.node_steps,
+        t.budget_minutes > 0 ? fmt::format("{} min", t.budget_minutes) : std::string("none"),
         esc(t.state == TierState::Decided ? t.summary : t.why_not_run));
   return h + "</table>";
 }
@@ -80,6 +81,8 @@ std::string inputs_table(const Certificate& c) {
                   row("config", i.config_file, i.config_sha256) +
                   row("distributed config", i.distributed_config_file, i.distributed_config_sha256) +
                   row("calibration", i.baseline_file, i.baseline_sha256) + "</table>";
+  if (!i.history.empty())
+    h += "<p>Recorded in <code>" + esc(i.history) + "</code> (the certification and every run of it).</p>";
   h += fmt::format(
       "<p>Outliers: modified z beyond {} and at least {:.0f} % from the median (fleets of {} or more); "
       "scaling bound "

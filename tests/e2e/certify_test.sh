@@ -132,6 +132,17 @@ assert suites > 0, "the suite runs record in the certification's store"
 print(f"history: the interrupted and the resumed certification, {suites} suite session(s)")
 PY
 echo "resumed: all four certified, no decided tier run again"
+# The resumed part recorded in the store the certificate names; another --history is refused.
+python3 - "$out/resumed/certificate.json" "$out/history.sqlite" <<'PY' || fail "the certificate's store"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["inputs"]["history"] == sys.argv[2], c["inputs"]["history"]
+assert "--history" not in c["inputs"]["suite_args"], c["inputs"]["suite_args"]
+PY
+rc=0
+"$certify" --resume "$out/resumed" --history "$out/other.sqlite" >"$out/resume_other.log" 2>&1 || rc=$?
+[[ $rc -eq 2 ]] && grep -q "/inputs/history" "$out/resume_other.log" && [[ ! -e $out/other.sqlite ]] ||
+  { cat "$out/resume_other.log"; fail "--resume --history OTHER: exit $rc, expected 2 naming /inputs/history"; }
 
 # 2. ns-b's CPU capped, ns-d's link limited.
 cleanup() {

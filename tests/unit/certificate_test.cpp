@@ -11,6 +11,7 @@
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
 #include "cvs/fleet/certificate.hpp"
+#include "cvs/history/store.hpp"
 #include "cvs/junit.hpp"
 #include "test_helpers.hpp"
 
@@ -263,5 +264,32 @@ TEST(Certificate, BadInputIsExitTwoBeforeAnyNodeRuns) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no certificate to resume"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::is_empty(out));
+  fs::remove_all(tmp);
+}
+
+// A resumed certification records where it started: another --history is refused (exit 2, the
+// pointer and the fix) before any node runs; a redacted PostgreSQL password is never written.
+TEST(Certificate, AResumeKeepsItsStoreAndRefusesAnother) {
+  const fs::path tmp = fs::temp_directory_path() / ("cvs-certify-store-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp / "cert");
+  auto c = four_hosts({cvs::TierKind::Preflight, cvs::TierKind::Nodes});
+  c.inputs.history = (tmp / "first.sqlite").string();
+  std::ofstream(tmp / "cert" / "certificate.json") << cvs::to_json(c).dump(1);
+  const auto r = cvs::run_one({{CVS_SUITE_CERTIFY, "--resume", (tmp / "cert").string(), "--history",
+                                (tmp / "second.sqlite").string()},
+                               std::chrono::seconds(60),
+                               "certify"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("/inputs/history"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("records in " + (tmp / "first.sqlite").string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("drop --history"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "second.sqlite")) << "nothing recorded in the other store";
+  EXPECT_EQ(cvs::history::redacted_store_spec("postgresql://ops:s3cret@db:5432/cvs"),
+            "postgresql://ops:***@db:5432/cvs");
+  EXPECT_EQ(cvs::history::redacted_store_spec("host=db dbname=cvs password=s3cret"),
+            "host=db dbname=cvs password=***");
+  EXPECT_EQ(cvs::history::resolve_store_spec("sqlite:rel/h.sqlite"),
+            (fs::current_path() / "rel/h.sqlite").string());
   fs::remove_all(tmp);
 }

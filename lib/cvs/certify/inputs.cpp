@@ -10,6 +10,7 @@
 #include "cvs/base/utc_time.hpp"
 #include "cvs/certify/suite_runs.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/history/store.hpp"
 
 namespace fs = std::filesystem;
 using J = nlohmann::ordered_json;
@@ -36,6 +37,26 @@ J read_json(const fs::path& p, const std::string& what) {
   }
 }
 
+// The store a resumed certification records in: the one it started in. Another --history is refused
+// (the certification and its runs would be split over two stores); a recorded PostgreSQL store
+// whose password was redacted takes it from --history or $CVS_HISTORY naming the same store.
+std::string resumed_store(const std::string& given, const std::string& recorded, const fs::path& file) {
+  const std::string now = history::resolve_store_spec(given);
+  if (recorded.empty() || history::redacted_store_spec(now) == recorded) return now;
+  if (!given.empty())
+    throw ConfigError(file.string(), "/inputs/history",
+                      "this certification records in " + recorded + "; --history names " +
+                          history::redacted_store_spec(now) +
+                          " (its runs and it would be split over two stores)",
+                      "drop --history: a resumed certification keeps its store; or start a new certification "
+                      "(--output) to record in another");
+  if (recorded.find("***") != std::string::npos)
+    throw ConfigError(file.string(), "/inputs/history",
+                      "this certification records in " + recorded + ", whose password is not kept",
+                      "pass --history with that store's full address, or set CVS_HISTORY to it");
+  return recorded;
+}
+
 // --resume: the certificate in the folder, and the options it was started with.
 Certificate read_prior(Options& o) {
   const fs::path file = o.resume / "certificate.json";
@@ -60,6 +81,7 @@ Certificate read_prior(Options& o) {
   o.policy.min_deviation = c.inputs.min_deviation;
   o.policy.min_fleet = c.inputs.min_fleet;
   o.suite_args = c.inputs.suite_args;
+  o.history = resumed_store(o.history, c.inputs.history, file);
   return c;
 }
 
@@ -139,6 +161,7 @@ void new_certificate(const Options& o, Inputs& in) {
   i.drain = o.drain;
   i.early_stop = !o.fixed_steps;
   i.suite_args = o.suite_args;
+  i.history = history::redacted_store_spec(o.history);
   std::vector<TierKind> kinds = {TierKind::Preflight, TierKind::Nodes};
   if (!o.distributed_config.empty()) kinds.insert(kinds.end(), {TierKind::Links, TierKind::Scale});
   for (auto k : kinds) {
@@ -153,7 +176,10 @@ void new_certificate(const Options& o, Inputs& in) {
 Inputs load_inputs(Options& o) {
   Inputs in;
   std::optional<Certificate> prior;
-  if (!o.resume.empty()) prior = read_prior(o);
+  if (!o.resume.empty())
+    prior = read_prior(o);
+  else
+    o.history = history::resolve_store_spec(o.history);
   if (o.cluster.empty()) throw ConfigError(kCmdLine, "", "--cluster is required", "pass --cluster FILE");
   in.cluster = load_cluster(o.cluster);
   if (in.cluster.slurm.existing_job)

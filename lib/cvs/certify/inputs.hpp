@@ -22,6 +22,9 @@ struct Options {
   bool fixed_steps = false;  // benchmarks: on_inconclusive "fail" (every run its configured steps)
   FleetPolicy policy;
   std::vector<std::string> suite_args;
+  // --history as given ("" : $CVS_HISTORY or the default store); load_inputs resolves it, and on
+  // --resume it is the certificate's store (another one is refused).
+  std::string history;
   std::string tool_version = "unknown",
               git_commit = "unknown";  // the front end's build, into the certificate
 };

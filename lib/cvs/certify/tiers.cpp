@@ -40,6 +40,8 @@ std::vector<std::string> Certification::args(const std::string& filter) const {
   for (const auto& x : o.suite_args)
     if (filter.empty() || x.rfind("--gtest_filter", 0) != 0) a.push_back(x);
   if (!filter.empty()) a.push_back("--gtest_filter=" + filter);
+  // Every run records where the certification does (one store, resumed or not).
+  if (!o.history.empty()) a.insert(a.end(), {"--history", o.history});
   return a;
 }
 
@@ -340,6 +342,7 @@ void run_tier(Certification& c, const Tier& tier, TierRecord& t) {
   t.dir = c.tier_dir(t.kind).string();
   fs::create_directories(t.dir);
   t.started_at = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  t.budget_minutes = c.o.budget_minutes;  // this part's budget: a resumed one may have another
   const auto t0 = Clock::now();
   spdlog::info("certify: {} tier on {} node(s), in {}", to_string(t.kind), t.nodes_in.size(), t.dir);
   tier.run(c, t);

@@ -102,7 +102,8 @@ constexpr auto kTierFields = std::make_tuple(
     field("started_at", &TierRecord::started_at), field("ended_at", &TierRecord::ended_at),
     field("seconds", &TierRecord::seconds), field("node_minutes", &TierRecord::node_minutes),
     field("node_steps", &TierRecord::node_steps), field("dir", &TierRecord::dir),
-    optional_field("run_seconds", &TierRecord::run_seconds));  // certificates before it: no estimate
+    optional_field("run_seconds", &TierRecord::run_seconds),  // certificates before it: no estimate
+    optional_field("budget_minutes", &TierRecord::budget_minutes));
 
 J tier_json(const TierRecord& t) {
   J j = {{"tier", to_string(t.kind)}, {"state", to_string(t.state)}, {"outcome", to_string(t.outcome, "")}};
@@ -144,7 +145,8 @@ constexpr auto kInputFields = std::make_tuple(
     field("scaling_per_doubling_pct", &CertificateInputs::scaling_per_doubling_pct),
     field("max_z", &CertificateInputs::max_z), field("min_fleet", &CertificateInputs::min_fleet),
     field("drain", &CertificateInputs::drain), field("early_stop", &CertificateInputs::early_stop),
-    field("suite_args", &CertificateInputs::suite_args));
+    field("suite_args", &CertificateInputs::suite_args),
+    optional_field("history", &CertificateInputs::history));  // certificates before it: none recorded
 
 J inputs_json(const CertificateInputs& in) {
   J j = J::object();

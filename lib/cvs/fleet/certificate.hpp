@@ -71,6 +71,7 @@ struct TierRecord {
   // Nodes tier: the wall seconds of its one batch of runs (every node at once), the estimate of
   // one training run that --budget-minutes holds the later tiers against, kept for --resume.
   double run_seconds = 0;
+  double budget_minutes = 0;  // the --budget-minutes of the command that ran it (0: none)
 };
 
 struct CertificateInputs {
@@ -88,6 +89,9 @@ struct CertificateInputs {
   bool drain = false;
   bool early_stop = true;  // every speed gate with on_inconclusive extend (--fixed-steps: fail)
   std::vector<std::string> suite_args;
+  // The results store the certification and every one of its runs record in (resolved, its
+  // password redacted): a resumed part records where the start did.
+  std::string history;
 };
 
 enum class Verdict { Certified, NotCertified, Incomplete, Error };

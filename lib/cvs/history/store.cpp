@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 
 #include "cvs/base/sha256.hpp"
@@ -307,16 +308,35 @@ fs::path default_store_path() {
   return fs::path(home && *home ? home : "/tmp") / ".local" / "state" / "cvs-maxtext" / "history.sqlite";
 }
 
-std::unique_ptr<Store> Store::open(const std::string& given) {
+namespace {
+bool is_postgresql(const std::string& spec) {
+  return spec.rfind("postgresql://", 0) == 0 || spec.rfind("postgres://", 0) == 0 ||
+         spec.rfind("host=", 0) == 0 || spec.rfind("dbname=", 0) == 0;
+}
+}  // namespace
+
+std::string resolve_store_spec(const std::string& given) {
   std::string spec = given;
   if (spec.empty())
     if (const char* env = std::getenv("CVS_HISTORY"); env && *env) spec = env;
-  if (spec == "none") return nullptr;
-  if (spec.empty()) return std::make_unique<Store>(open_sqlite(default_store_path().string()));
-  if (spec.rfind("postgresql://", 0) == 0 || spec.rfind("postgres://", 0) == 0 ||
-      spec.rfind("host=", 0) == 0 || spec.rfind("dbname=", 0) == 0)
-    return std::make_unique<Store>(open_postgresql(spec));
+  if (spec == "none" || is_postgresql(spec)) return spec;
+  if (spec.empty()) return default_store_path().string();
   if (spec.rfind("sqlite:", 0) == 0) spec = spec.substr(7);
+  return fs::absolute(spec).lexically_normal().string();
+}
+
+std::string redacted_store_spec(const std::string& spec) {
+  if (!is_postgresql(spec)) return spec;
+  static const std::regex url_password(R"(^(postgres(?:ql)?://[^:/@]*:)[^@]*@)");
+  static const std::regex key_password(R"((^|\s)password\s*=\s*('[^']*'|\S+))");
+  std::string out = std::regex_replace(spec, url_password, "$1***@");
+  return std::regex_replace(out, key_password, "$1password=***");
+}
+
+std::unique_ptr<Store> Store::open(const std::string& given) {
+  const std::string spec = resolve_store_spec(given);
+  if (spec == "none") return nullptr;
+  if (is_postgresql(spec)) return std::make_unique<Store>(open_postgresql(spec));
   return std::make_unique<Store>(open_sqlite(spec));
 }
 

@@ -140,4 +140,12 @@ class Store {
 // the calibrations).
 std::filesystem::path default_store_path();
 
+// The store a spec names as Store::open reads it: "none"; the given spec, else $CVS_HISTORY, else
+// the default SQLite file; a SQLite path made absolute (a resumed certification may start in
+// another folder).
+std::string resolve_store_spec(const std::string& given);
+// A spec fit to be written down: a PostgreSQL URL's password replaced by *** (user:***@host),
+// a password=... key of a libpq string by password=***; anything else as it is.
+std::string redacted_store_spec(const std::string& spec);
+
 }  // namespace cvs::history
