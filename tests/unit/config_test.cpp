@@ -289,3 +289,13 @@ TEST(Config, AJsonSyntaxErrorSaysItsLineAndColumnOnce) {
     EXPECT_EQ(msg.find("line"), msg.rfind("line")) << "one position, nlohmann's: " << msg;
   }
 }
+
+TEST(Config, TheFreeMemoryFractionIsAKeyOfTheTelemetryBlock) {
+  auto c = load_json(spec_example_untagged());
+  EXPECT_DOUBLE_EQ(c.telemetry.min_free_memory_fraction, 0.8);
+  auto j = spec_example_untagged();
+  j["telemetry"] = {{"min_free_memory_fraction", 0.5}};
+  EXPECT_DOUBLE_EQ(load_json(j).telemetry.min_free_memory_fraction, 0.5);
+  j["telemetry"] = {{"min_free_memory_fraction", 80}};
+  EXPECT_TRUE(has_issue(issues_of(j), "/telemetry/min_free_memory_fraction", "fraction"));
+}

@@ -2,6 +2,11 @@
 // the checks test_setup makes, and gpu_probe's typed "no GPU" result on this GPU-less machine.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
 #include "cvs/exec/process.hpp"
 #include "cvs/probe/gpu_probe.hpp"
 #include "test_helpers.hpp"
@@ -81,6 +86,12 @@ TEST(GpuProbe, CountArchAndBusyMemoryAreProblems) {
   auto busy = check_probe(cvs::parse_rocm_smi_json(file("rocm_smi_mi300x_8_busy.json")), "mi3xx", 8);
   ASSERT_EQ(busy.size(), 1u);
   EXPECT_NE(busy[0].find("GPU 3 has 55.8 of 206.1 GB free"), std::string::npos) << busy[0];
+  EXPECT_NE(busy[0].find("telemetry.min_free_memory_fraction"), std::string::npos) << busy[0];
+  // The fraction is the config's: 0.25 lets 55.8 of 206.1 GB (27 %) pass; 0 turns it off.
+  const auto busy_probe = cvs::parse_rocm_smi_json(file("rocm_smi_mi300x_8_busy.json"));
+  EXPECT_TRUE(check_probe(busy_probe, "mi3xx", 8, false, 0.25).empty());
+  EXPECT_TRUE(check_probe(busy_probe, "mi3xx", 8, false, 0.0).empty());
+  EXPECT_EQ(check_probe(busy_probe, "mi3xx", 8, false, 0.3).size(), 1u);
 }
 
 TEST(GpuProbe, NoGpuIsATypedResult) {
@@ -152,4 +163,33 @@ TEST(GpuCatalog, OneTableForArchFlavorBackendAndTool) {
   EXPECT_EQ(cvs::fp8_flavor("some-new-gpu"), "nanoo_fp8");  // the spec's rule for other labels
   EXPECT_FALSE(cvs::known_gpu_name("some-new-gpu"));
   EXPECT_EQ(cvs::find_gpu("GB200")->vendor, cvs::GpuVendor::Nvidia);
+}
+
+// cvs-gpu-probe lists the compute processes as the setup stage does, worded. A stand-in
+// nvidia-smi (a shell script on PATH: no GPU exists here, the double is at that boundary) answers
+// the probe's two queries: one H200, and a process of another PID namespace on it.
+TEST(GpuProbe, TheBinaryListsTheComputeProcessesWorded) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cvs-probe-bin-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir / "nvidia-smi");
+    f << "#!/bin/sh\ncase \"$*\" in\n"
+         "  *--query-gpu=*) echo '0, NVIDIA H200, 143771, 142000, 9.0, GPU-aaa' ;;\n"
+         "  *--query-compute-apps=*) printf 'gpu_uuid, pid, process_name, used_gpu_memory [MiB]\\n"
+         "GPU-aaa, 9191, [Not Found], 1002\\n' ;;\nesac\n";
+  }
+  std::filesystem::permissions(dir / "nvidia-smi", std::filesystem::perms::owner_all);
+  auto p = cvs::test::run_command("PATH=" + dir.string() + ":$PATH " + CVS_GPU_PROBE + " --tools-only");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(
+      p.out.find("cvs-gpu-probe: GPU 0: pid 9191 (name not visible here: a process of another container or "
+                 "PID namespace, 1002 MiB) is on it"),
+      std::string::npos)
+      << p.out;
+  const auto j = nlohmann::json::parse(p.out.substr(p.out.find('{')));
+  ASSERT_EQ(j["processes"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["processes"][0]["pid"], 9191);
+  const auto help = cvs::test::run_command(std::string(CVS_GPU_PROBE) + " --help");
+  EXPECT_EQ(help.out.rfind("cvs-gpu-probe: ", 0), 0u) << "its installed name, never gpu_probe: " << help.out;
 }

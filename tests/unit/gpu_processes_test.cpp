@@ -254,3 +254,16 @@ TEST(GpuProcesses, AMistypedTelemetryFieldIsNamedByItsPointer) {
     EXPECT_EQ(e.issues().at(0).message, "is a string, not a number");
   }
 }
+
+// nvidia-smi's "[Not Found]" (a pid of another PID namespace) and a memory it does not report are
+// said in words, never printed raw.
+TEST(GpuProcesses, AnUnnamedProcessAndUnknownMemoryAreWorded) {
+  const auto l = cvs::parse_nvidia_compute_apps(
+      "gpu_uuid, pid, process_name, used_gpu_memory [MiB]\nGPU-aaa, 9191, [Not Found], [N/A]\n",
+      {{0, "GPU-aaa"}});
+  ASSERT_EQ(l.processes.size(), 1u);
+  EXPECT_EQ(
+      cvs::describe(l.processes[0]),
+      "GPU 0: pid 9191 (name not visible here: a process of another container or PID namespace, memory not "
+      "reported)");
+}

@@ -222,6 +222,11 @@ void from_json(JsonReader& r, TelemetryGates& t) {
   r.number("max_throttled_fraction", t.max_throttled_fraction, 0.0);
   r.number("min_cpu_share", t.min_cpu_share, 0.0);
   r.boolean("allow_shared_gpu", t.allow_shared_gpu);
+  r.number("min_free_memory_fraction", t.min_free_memory_fraction, 0.0);
+  if (t.min_free_memory_fraction > 1)
+    r.issues().add(r.at("min_free_memory_fraction"),
+                   "min_free_memory_fraction is a fraction of each GPU's memory",
+                   "use a value from 0 (off) to 1, e.g. 0.8");
 }
 
 void from_json(JsonReader& r, Smoke& s) {

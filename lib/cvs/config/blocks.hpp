@@ -114,8 +114,11 @@ struct TelemetryGates {
   double min_cpu_share = 0;           // CPUs the training's processes must get on average; 0: off
   // Another process on a GPU (another job, a stale or zombie one, a co-scheduled tenant): false
   // fails the node in test_setup and the training stage when the sampler sees one during the run;
-  // true records it (and its words) only.
+  // true records the process (and its words) instead. The free-memory check below still applies.
   bool allow_shared_gpu = false;
+  // test_setup: each GPU must have at least this fraction of its memory free before the training
+  // (less: another job holds it, whether or not its process can be listed); 0: off.
+  double min_free_memory_fraction = 0.8;
 };
 void from_json(JsonReader& r, TelemetryGates& out);
 

@@ -122,11 +122,12 @@ std::vector<ProcResult> Launcher::agent_fan_out(const std::vector<std::vector<st
 std::vector<std::string> Launcher::per_node_problems(const std::vector<ProcResult>& rs,
                                                      const std::string& what) const {
   std::vector<std::string> problems;
-  for (std::size_t i = 0; i < rs.size(); ++i)
-    if (!rs[i].ok())
-      problems.push_back(cluster_.nodes[i].name + ": " + what + ": " +
-                         (is_unreachable(cluster_.nodes[i], rs[i]) ? "node unreachable: " : "") +
-                         rs[i].describe());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    if (rs[i].ok()) continue;
+    const auto gone = unreachable_words(cluster_.nodes[i], rs[i], what);
+    problems.push_back(cluster_.nodes[i].name + ": " +
+                       (gone.empty() ? what + ": " + rs[i].describe() : gone));
+  }
   return problems;
 }
 
@@ -142,10 +143,12 @@ std::vector<std::string> Launcher::clear_container_name() {
     using S = ExistingContainer::State;
     if (e.state == S::Free) continue;
     if (e.state == S::Unknown) {
-      problems.push_back(
-          node + ": " + cli + " could not tell whether a container named " + name +
-          " exists: " + (is_unreachable(cluster_.nodes[i], rs[i]) ? "node unreachable: " : "") +
-          (e.detail.empty() ? rs[i].describe() : e.detail));
+      const auto gone = unreachable_words(cluster_.nodes[i], rs[i], "check for a container named " + name);
+      problems.push_back(node + ": " +
+                         (!gone.empty()
+                              ? gone
+                              : cli + " could not tell whether a container named " + name +
+                                    " exists: " + (e.detail.empty() ? rs[i].describe() : e.detail)));
     } else if (e.state == S::Foreign) {
       problems.push_back(
           node + ": a container named " + name + " exists that cvs-maxtext did not start (no " + kSuiteLabel +
@@ -254,6 +257,11 @@ std::vector<std::string> Launcher::setup() {
   for (std::size_t i = 0; i < found.size(); ++i) {
     std::string path = found[i].out;
     while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
+    if (const auto gone = unreachable_words(cluster_.nodes[i], found[i], "train script check");
+        !gone.empty()) {
+      problems.push_back(cluster_.nodes[i].name + ": " + gone);  // the files were never checked
+      continue;
+    }
     if (found[i].timed_out || !found[i].spawn_error.empty()) {  // the files were never checked
       problems.push_back(cluster_.nodes[i].name + ": did not answer the train script check (" +
                          found[i].describe() + "): the node or its runtime is not responding");

@@ -78,6 +78,16 @@ bool is_unreachable(const Node& node, const ProcResult& r) {
   return node.transport == "ssh" && (r.exit_code == 255 || !r.spawn_error.empty());
 }
 
+std::string unreachable_words(const Node& node, const ProcResult& r, const std::string& what) {
+  if (!is_unreachable(node, r)) return "";
+  std::string why = r.spawn_error.empty() ? r.err : "ssh could not start: " + r.spawn_error;
+  while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
+  if (const auto nl = why.rfind('\n'); nl != std::string::npos) why = why.substr(nl + 1);
+  if (why.empty()) why = "exit 255";
+  if (why.rfind("ssh", 0) != 0) why = "ssh: " + why;  // whose reason it is
+  return "unreachable: " + why.substr(0, 400) + " (the " + what + " could not run)";
+}
+
 std::vector<ProcResult> fan_out(const Transport& t, const std::vector<std::vector<std::string>>& per_node,
                                 std::chrono::milliseconds timeout) {
   const auto& nodes = t.cluster().nodes;

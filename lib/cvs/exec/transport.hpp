@@ -25,6 +25,10 @@ class Transport {
 
 // ssh exits 255 when it could not connect or authenticate.
 bool is_unreachable(const Node& node, const ProcResult& r);
+// What a check on an unreachable node says, leading with it: "unreachable: ssh: connect to host
+// 10.0.0.3 port 2203: Connection refused (the train script check could not run)": ssh's own
+// reason, then what was never checked. "" when the node answered.
+std::string unreachable_words(const Node& node, const ProcResult& r, const std::string& what);
 
 // Runs per_node[i] on cluster.nodes[i], all at once. Results in node order, labelled by node name.
 std::vector<ProcResult> fan_out(const Transport& t, const std::vector<std::vector<std::string>>& per_node,

@@ -188,8 +188,14 @@ GpuProcessList parse_rocm_smi_pids(std::string_view text) {
 }
 
 std::string detail(const GpuProcess& p) {
-  std::string d = p.name;
-  if (p.memory_mib) d += fmt::format("{}{:.0f} MiB", d.empty() ? "" : ", ", *p.memory_mib);
+  // nvidia-smi's "[Not Found]" (or "[Insufficient Permissions]"): a pid of another PID namespace,
+  // a container's, whose name this namespace cannot read.
+  const bool unnamed = p.name.size() > 1 && p.name.front() == '[' && p.name.back() == ']';
+  std::string d = unnamed ? "name not visible here: a process of another container or PID namespace" : p.name;
+  if (p.memory_mib)
+    d += fmt::format("{}{:.0f} MiB", d.empty() ? "" : ", ", *p.memory_mib);
+  else if (!d.empty())
+    d += ", memory not reported";
   return d.empty() ? "" : " (" + d + ")";
 }
 

@@ -307,8 +307,10 @@ std::vector<std::string> check_probe(const GpuProbe& p, const std::string& gpu_n
   for (const auto& d : p.devices)
     if (d.total_gb && d.free_gb && *d.total_gb > 0 && *d.free_gb < min_free_fraction * *d.total_gb) {
       char b[200];
-      std::snprintf(b, sizeof b, "GPU %d has %.1f of %.1f GB free (< %.0f%%): another job is on it", d.index,
-                    *d.free_gb, *d.total_gb, min_free_fraction * 100);
+      std::snprintf(b, sizeof b,
+                    "GPU %d has %.1f of %.1f GB free (< %.0f%%, telemetry.min_free_memory_fraction): another "
+                    "job holds its memory",
+                    d.index, *d.free_gb, *d.total_gb, min_free_fraction * 100);
       bad.push_back(b);
     }
   // Before the training nothing of this session's runs on a GPU: every compute process listed is
