@@ -53,7 +53,7 @@ if(CVS_HELP2MAN)
       "cvs-metrics|the metrics of MaxText training logs as JSON|metrics"
       "cvs-history|the results store: sessions, a node's ledger, lemons, trends, export|history"
       "cvs-setup-venv|make the venv the CPU default trains in (MaxText on JAX's CPU backend)|setup-venv"
-      "cvs-gpu-probe|this node's GPUs as JSON|@gpu_probe")
+      "cvs-gpu-probe|this node's GPUs and the compute processes on them, as JSON|@gpu_probe")
   set(cvs_man_out)
   foreach(entry IN LISTS cvs_man_pages)
     string(REPLACE "|" ";" parts "${entry}")
@@ -109,7 +109,9 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, openssh-client")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "podman | docker.io, slurm-client")
+# libamdhip64-5: cvs-gpu-probe opens the HIP runtime at run time when a node has it (AMD nodes),
+# so no Depends: a CPU or NVIDIA node never pays its ~255 MB.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "podman | docker.io, slurm-client, libamdhip64-5, man-db")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://localhost/cvs-maxtext")
 include(CPack)

@@ -26,6 +26,7 @@
 #include "cvs/certify/runner.hpp"
 #include "cvs/certify/tiers.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/layout.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/reporters.hpp"
 #include "front_end.hpp"
@@ -71,8 +72,8 @@ Options parse_options(CLI::App& app, int argc, char** argv, cvs::report::Reporte
   app.parse(argc, argv);
   auto abs = [](const std::string& s) { return s.empty() ? fs::path() : fs::absolute(s); };
   o.cluster = abs(cluster);
-  o.config = abs(config);
-  o.distributed_config = abs(dist);
+  o.config = abs(cvs::config_argument(config));  // a path, or a shipped config's name
+  o.distributed_config = abs(cvs::config_argument(dist));
   o.baseline = abs(baseline);
   o.resume = abs(resume);
   o.output = !resume.empty() ? o.resume

@@ -28,6 +28,7 @@
 #include "cvs/config/cluster.hpp"
 #include "cvs/config/config.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/layout.hpp"
 #include "cvs/config/mesh.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
@@ -70,7 +71,7 @@ FleetOptions parse_options(CLI::App& app, int argc, char** argv) {
   app.parse(argc, argv);
   if (!pairs.empty()) o.pairs_config = fs::absolute(pairs);
   if (!baseline.empty()) o.baseline = fs::absolute(baseline);
-  o.config = fs::absolute(config);
+  o.config = fs::absolute(cvs::config_argument(config));  // a path, or a shipped config's name
   o.cluster = fs::absolute(cluster);
   o.output = output.empty() ? fs::path("cvs-results") / ("jaxmaxtext_fleet-" + cvs::utc_now("%Y%m%d-%H%M%S"))
                             : fs::path(output);

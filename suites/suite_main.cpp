@@ -90,8 +90,8 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, repo
   report::add_output_options(app, outputs);
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());
-  app.parse(args);  // CLI::ParseError: bad input
-  if (!config.empty()) opts.config = config;
+  app.parse(args);                                             // CLI::ParseError: bad input
+  if (!config.empty()) opts.config = config_argument(config);  // a path, or a shipped config's name
   opts.cluster = cluster;
   opts.output = output;
   opts.baseline = baseline;

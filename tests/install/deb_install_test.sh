@@ -31,6 +31,8 @@ step "$(basename "$deb"): Depends: $(dpkg-deb -f "$deb" Depends)"
 for t in chromium slurm-wlm slurmd postgresql prometheus googletest libgtest libgmock shellcheck clang-format; do
   dpkg-deb -f "$deb" Depends | tr ',|' '\n\n' | sed 's/^ *//; s/ .*//' | grep -qx "$t" && fail "Depends names the test-only package $t"
 done
+# HIP is opened at run time by cvs-gpu-probe: no node pays for it (libllvm, comgr, ICU: ~255 MB).
+dpkg-deb -f "$deb" Depends | grep -qiE 'hip|llvm|comgr' && fail "Depends names a HIP library: $(dpkg-deb -f "$deb" Depends)"
 if command -v lintian >/dev/null; then
   tags=$(lintian --tag-display-limit 0 "$deb" 2>&1 | grep -v 'running with root privileges' || true)
   [[ -z "$tags" ]] || { echo "$tags"; fail "lintian"; }
@@ -71,6 +73,10 @@ apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb") >/tmp/apt.
 cvs --help | grep -q 'setup-venv' || fail "cvs --help"
 cvs --version | grep -q '^cvs (cvs-maxtext) ' || fail "cvs --version"
 cvs config validate /usr/share/cvs-maxtext/configs/cpu_jaxmaxtext_tiny_single.json || fail "cvs config validate"
+cvs config validate cpu_jaxmaxtext_tiny_single || fail "cvs config validate NAME (a name cvs config list prints)"
+cvs-gpu-probe --help | head -1 | grep -q '^cvs-gpu-probe' || fail "cvs-gpu-probe --help calls it otherwise"
+man -P cat cvs-gpu-probe 2>/dev/null | grep -q 'cvs-gpu-probe' || fail "man cvs-gpu-probe"
+! man -P cat cvs-gpu-probe 2>/dev/null | grep -qw 'gpu_probe' || fail "man cvs-gpu-probe says gpu_probe"
 cvs config list | grep -q cpu_jaxmaxtext_tiny_single.json || fail "cvs config list"
 man -P cat cvs 2>/dev/null | grep -q 'setup-venv' || fail "man cvs"
 man -P cat cvs-run 2>/dev/null | grep -q -- '--config' || fail "man cvs-run"

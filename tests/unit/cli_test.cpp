@@ -333,3 +333,20 @@ TEST(Cli, AnUnexpectedFailureExits3AndTheUsageListsEveryCode) {
        {"0 ok", "1 a gate failed", "2 bad input", "3 the tool or the infrastructure failed"})
     EXPECT_NE(h.out.find(code), std::string::npos) << code << "\n" << h.out;
 }
+
+// A shipped config's name, as `cvs config list` prints it, works wherever a config file does.
+TEST(Cli, AShippedConfigsNameWorksWhereAFileDoes) {
+  auto p = run_command(std::string(CVS_BINARY) + " config validate cpu_jaxmaxtext_tiny_single");
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("/configs/cpu_jaxmaxtext_tiny_single.json: OK"), std::string::npos) << p.out;
+  p = run_command(std::string(CVS_BINARY) +
+                  " config validate training/jaxmaxtext/cpu_jaxmaxtext_tiny_distributed.json");
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  p = run_command(std::string(CVS_SUITE_SINGLE) +
+                  " --config cpu_jaxmaxtext_tiny_4dev_single --gtest_list_tests");
+  EXPECT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("bf16_smoke"), std::string::npos) << p.out;
+  p = run_command(std::string(CVS_BINARY) + " config validate no_such_config");
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("cvs config list"), std::string::npos) << p.out;
+}

@@ -11,6 +11,7 @@
 #include "cvs/base/text.hpp"
 #include "cvs/base/utc_time.hpp"
 #include "cvs/config/cluster.hpp"
+#include "cvs/config/layout.hpp"
 #include "cvs/history/store.hpp"
 #include "cvs/reporters.hpp"
 #include "cvs/results/results_file.hpp"
@@ -161,6 +162,7 @@ int cmd_calibrate(const Args& args) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   const auto cl = cluster.empty() ? default_cluster() : load_cluster(cluster);
+  config = config_argument(config);                      // a path, or a shipped config's name
   const auto cfg = load_config_for_cluster(config, cl);  // ConfigError: exit 2 in main
   if (min_slack->count() == 0) rule.min_slack_pct = cfg.statistics.calibration_min_slack_pct;
   if (rule.min_slack_pct > rule.max_slack_pct) {

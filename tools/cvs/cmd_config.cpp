@@ -152,7 +152,7 @@ int cmd_config(const Args& args) {
   std::string file, category, name, dir;
   auto* v =
       app.add_subcommand("validate", "check a config and its threshold file; every error with its pointer");
-  v->add_option("file", file, "the config")->required();
+  v->add_option("file", file, "the config: a file, or a shipped config's name (cvs config list)")->required();
   auto* l = app.add_subcommand("list", "the shipped configs with GPU, mode and precisions");
   l->add_option("category", category, std::string("only ") + kCategory + " (the spec's name) is shipped");
   auto* c = app.add_subcommand(
@@ -163,7 +163,7 @@ int cmd_config(const Args& args) {
       app.add_subcommand("patterns", "the error patterns a config scans logs for: NAME<TAB>REGEX a line");
   pt->add_option("file", file, "the config (default: the built-in patterns)");
   if (auto rc = parse_cli(app, args)) return *rc;
-  if (v->parsed()) return validate(file);
+  if (v->parsed()) return validate(config_argument(file));  // a path, or a name `cvs config list` prints
   if (pt->parsed()) {
     const auto patterns =
         file.empty() ? default_error_patterns()

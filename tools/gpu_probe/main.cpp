@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   for (const auto& x : p.processes) std::cerr << "cvs-gpu-probe: " << cvs::describe(x) << " is on it\n";
   auto j = cvs::to_json(p);
   j["hip_runtime"] = cvs::hip_available();
+  j["hip_runtime_library"] = cvs::hip_runtime_name();
   std::cout << j.dump(2) << "\n";
   if (p.no_gpu()) return 3;
   return (p.sanity_kernel_ok && !*p.sanity_kernel_ok) ? 1 : 0;

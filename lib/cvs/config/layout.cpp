@@ -33,6 +33,18 @@ fs::path cvs_root() {
   return (here.parent_path() / "share" / kPackageName).lexically_normal();
 }
 
+std::string config_argument(const std::string& given) {
+  std::error_code ec;
+  if (given.empty() || fs::is_regular_file(given, ec)) return given;
+  std::string name = given;
+  const std::string spec_prefix = "training/jaxmaxtext/";
+  if (name.rfind(spec_prefix, 0) == 0) name = name.substr(spec_prefix.size());
+  if (name.find('/') != std::string::npos) return given;  // a path: never a name
+  if (name.size() < 5 || name.compare(name.size() - 5, 5, ".json") != 0) name += ".json";
+  const fs::path shipped = cvs_root() / "configs" / name;
+  return fs::is_regular_file(shipped, ec) ? shipped.string() : given;
+}
+
 fs::path default_venv(const char* xdg_data_home, const char* home) {
   const fs::path base = xdg_data_home && *xdg_data_home
                             ? fs::path(xdg_data_home)

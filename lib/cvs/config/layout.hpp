@@ -39,6 +39,12 @@ std::filesystem::path cvs_venv();
 // or <data root>/tools/requirements-maxtext-cpu.lock (the source tree).
 std::filesystem::path maxtext_lock();
 
+// A --config argument as a user gives it: an existing file as given; else the name of a shipped
+// config as `cvs config list` prints it (with or without .json, or the spec's
+// training/jaxmaxtext/NAME) -> its file under {cvs_root}/configs; else as given (the loader then
+// says it does not exist).
+std::string config_argument(const std::string& given);
+
 // A program shipped beside this one (a suite, setup-venv), or nullopt with `looked` naming where.
 std::optional<std::filesystem::path> companion_program(const std::string& name, std::string& looked);
 
