@@ -1,4 +1,5 @@
 #include "cvs/html_report.hpp"
+#include "cvs/catalog/stage_names.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -372,7 +373,7 @@ void summary_html(std::ostringstream& h, const Results& r) {
     h << "<p><strong>enforce_thresholds is false:</strong> threshold metrics are recorded, not gated.</p>";
   h << "<table><tr><th>Stage</th><th>Status</th><th>Seconds</th><th>Message</th></tr>";
   for (const auto& st : r.stages) {
-    if (st.stage == "test_metric") continue;  // per-sweep tables below
+    if (st.stage == stage_names::kMetric) continue;  // per-sweep tables below
     h << "<tr><td><code>" << html_escape(st.test) << "</code></td><td>" << badge(st.outcome)
       << "</td><td class=\"num\">" << fmt(st.seconds, "%.1f") << "</td><td>" << html_escape(st.message)
       << "</td></tr>";

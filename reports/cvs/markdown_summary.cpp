@@ -8,6 +8,7 @@
 
 #include "cvs/base/format.hpp"
 #include "cvs/base/text.hpp"
+#include "cvs/catalog/stage_names.hpp"
 #include "cvs/reporters.hpp"
 
 namespace cvs::report {
@@ -44,7 +45,7 @@ std::string session_markdown(const Results& r, const std::string& folder) {
     if (s.outcome == Outcome::Fail || s.outcome == Outcome::Inconclusive) ++failed;
     if (s.outcome == Outcome::Error) ++errors;
     if (s.outcome == Outcome::Skipped || s.outcome == Outcome::NA) ++skipped;
-    if (not_passed(s.outcome) && s.stage != "test_metric")
+    if (not_passed(s.outcome) && s.stage != stage_names::kMetric)
       stages += fmt::format("| {} | **{}** | {} |\n", s.test, to_string(s.outcome), cell(s.message));
   }
   if (!gates.empty())

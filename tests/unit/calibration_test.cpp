@@ -190,3 +190,40 @@ TEST(Sha256, ConfigHashIsOfTheEffectiveConfig) {
   EXPECT_NE(overridden.sha256, plain.sha256)
       << "a cluster override changes what runs, so it changes the hash";
 }
+
+// One typed record and one reader of "_calibration": the writer's keys read back the same, a
+// schema_version this cvs does not know and a mistyped key are errors naming their pointers.
+TEST(CalibrationFile, ItsOneReaderReadsWhatItsWriterWroteAndNamesAWrongKey) {
+  cvs::CalibrationSection c;
+  c.rule = "the rule";
+  c.k = 3;
+  c.repeats = 3;
+  c.date = "2026-12-05";
+  c.provenance = {{"device_kind", "cpu"}};
+  c.statistics["BS=2"]["tokens_per_sec_per_gpu"] = {
+      3, 1000.0, 4.5, 2.0, 1.01, 1.02, 1.05, nlohmann::ordered_json::array({{1000, 998, 1002}})};
+  c.not_calibrated["BS=2"]["step_time_p95_ms"] = "too few steps";
+  auto j = cvs::to_json(c);
+  EXPECT_EQ(j["schema_version"], cvs::CalibrationSection::kSchemaVersion);
+  const auto back = cvs::calibration_from_json(j, "cal.json");
+  EXPECT_EQ(cvs::to_json(back), j);
+  EXPECT_DOUBLE_EQ(back.statistics.at("BS=2").at("tokens_per_sec_per_gpu").mad_sigma, 4.5);
+  auto newer = j;
+  newer["schema_version"] = 2;
+  try {
+    cvs::calibration_from_json(newer, "cal.json");
+    ADD_FAILURE() << "a newer schema read";
+  } catch (const cvs::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/_calibration/schema_version"), std::string::npos) << e.what();
+  }
+  auto wrong = j;
+  wrong["statistics"]["BS=2"]["tokens_per_sec_per_gpu"]["median"] = "fast";
+  try {
+    cvs::calibration_from_json(wrong, "cal.json");
+    ADD_FAILURE() << "a string median read";
+  } catch (const cvs::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/_calibration/statistics/BS=2/tokens_per_sec_per_gpu/median"),
+              std::string::npos)
+        << e.what();
+  }
+}

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cvs/catalog/stage_names.hpp"
 #include "cvs/config/config.hpp"
 #include "test_helpers.hpp"
 
@@ -349,4 +350,24 @@ TEST(Cli, AShippedConfigsNameWorksWhereAFileDoes) {
   p = run_command(std::string(CVS_BINARY) + " config validate no_such_config");
   EXPECT_EQ(p.exit_code, 2) << p.out;
   EXPECT_NE(p.out.find("cvs config list"), std::string::npos) << p.out;
+}
+
+// The stage names fleet mode, certify, calibrate and the reports filter on are the suites' own
+// tests (the TEST macros cannot take the table's constants: this ties the two).
+TEST(StageNames, EveryNameIsOneOfTheSuitesTests) {
+  namespace sn = cvs::stage_names;
+  const std::string single = std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json";
+  const std::string dist = std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_distributed.json";
+  const auto s = run_command(std::string(CVS_SUITE_SINGLE) + " --config " + single + " --gtest_list_tests");
+  const auto d =
+      run_command(std::string(CVS_SUITE_DISTRIBUTED) + " --config " + dist + " --gtest_list_tests");
+  ASSERT_EQ(s.exit_code, 0) << s.out;
+  ASSERT_EQ(d.exit_code, 0) << d.out;
+  for (const char* stage : {sn::kSetup, sn::kSmoke, sn::kTrainingRun, sn::kMetric, sn::kCheckpoint})
+    EXPECT_NE(("\n" + s.out).find("\n" + sn::test_suite_of(stage) + ".\n"), std::string::npos)
+        << stage << "\n"
+        << s.out;
+  EXPECT_NE(("\n" + d.out).find("\n" + sn::test_suite_of(sn::kSetupRdma) + ".\n"), std::string::npos)
+      << d.out;
+  EXPECT_EQ(sn::filter_of({sn::kSetup, sn::kTrainingRun}), "test_setup.*:sweep/test_training_run.*");
 }

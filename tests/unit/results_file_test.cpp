@@ -143,3 +143,22 @@ TEST(ResultsFile, ADocumentThatIsNotAResultsFileIsBadInputAtItsPointer) {
   EXPECT_NE(issue(j).pointer.find("/metrics/final_loss"), std::string::npos);
   EXPECT_NE(issue(j).fix.find("results.json"), std::string::npos);
 }
+
+// One severity order wherever outcomes combine: a missed gate (FAIL) is the verdict over an
+// infrastructure ERROR, in a session's status and in a certification tier's alike.
+TEST(Outcomes, OneSeverityOrderFailOverErrorOverInconclusive) {
+  using cvs::Outcome;
+  EXPECT_EQ(cvs::worst_of(Outcome::Error, Outcome::Fail), Outcome::Fail);
+  EXPECT_EQ(cvs::worst_of(Outcome::Fail, Outcome::Error), Outcome::Fail);
+  EXPECT_EQ(cvs::worst_of(Outcome::Inconclusive, Outcome::Error), Outcome::Error);
+  EXPECT_EQ(cvs::worst_of(Outcome::Pass, Outcome::Inconclusive), Outcome::Inconclusive);
+  EXPECT_EQ(cvs::worst_of(Outcome::Record, Outcome::Skipped), Outcome::Record);
+  cvs::Results r;
+  r.stages.resize(2);
+  r.stages[0].status = cvs::TestStatus::Fail;
+  r.stages[0].outcome = Outcome::Error;
+  EXPECT_EQ(r.status(), Outcome::Error);
+  r.stages[1].status = cvs::TestStatus::Fail;
+  r.stages[1].outcome = Outcome::Fail;
+  EXPECT_EQ(r.status(), Outcome::Fail);
+}

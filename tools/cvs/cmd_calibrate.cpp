@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "cvs/base/text.hpp"
 #include "cvs/base/utc_time.hpp"
+#include "cvs/catalog/stage_names.hpp"
 #include "cvs/config/cluster.hpp"
 #include "cvs/config/layout.hpp"
 #include "cvs/history/store.hpp"
@@ -49,13 +50,14 @@ std::optional<std::vector<Results>> run_repeats(const fs::path& exe, const std::
   std::vector<Results> results;
   for (int i = 1; i <= repeats; ++i) {
     const fs::path rdir = dir / ("repeat-" + std::to_string(i));
-    std::vector<std::string> argv = {exe.string(),
-                                     "--config",
-                                     config,
-                                     "--output",
-                                     rdir.string(),
-                                     "--quiet",
-                                     "--gtest_filter=test_setup*:sweep/test_training_run*"};
+    std::vector<std::string> argv = {
+        exe.string(),
+        "--config",
+        config,
+        "--output",
+        rdir.string(),
+        "--quiet",
+        "--gtest_filter=" + stage_names::filter_of({stage_names::kSetup, stage_names::kTrainingRun})};
     if (!cluster.empty()) argv.insert(argv.end(), {"--cluster", cluster});
     argv.insert(argv.end(), suite_args.begin(), suite_args.end());
     std::cerr << "cvs calibrate: repeat " << i << "/" << repeats << " -> " << rdir.string() << "\n";
@@ -187,10 +189,11 @@ int cmd_calibrate(const Args& args) {
     std::cerr << "cvs calibrate: refused: " << e.what() << "; nothing was written\n";
     return kExitFail;
   }
-  for (const auto& [sweep, metrics] : file["_calibration"]["not_calibrated"].items())
-    for (const auto& [metric, why] : metrics.items())
-      std::cerr << "cvs calibrate: not calibrated: " << sweep << " " << metric << ": "
-                << why.get<std::string>() << " (its gate stays as the base file has it)\n";
+  for (const auto& [sweep, metrics] :
+       calibration_from_json(file["_calibration"], dest.string()).not_calibrated)
+    for (const auto& [metric, why] : metrics)
+      std::cerr << "cvs calibrate: not calibrated: " << sweep << " " << metric << ": " << why
+                << " (its gate stays as the base file has it)\n";
   write_calibration(dest, file);
   report_calibration(reports, dest, *results);
   return kExitOk;

@@ -18,14 +18,7 @@ namespace {
 // A certification's page from its certificate.json (cvs certify), and the outputs asked for
 // (--summary-md, --openmetrics, --pushgateway) through the reporters.
 int render_certificate(const std::string& file, const std::string& out, const report::ReporterOptions& o) {
-  nlohmann::ordered_json j;
-  try {
-    std::ifstream in(file);
-    j = nlohmann::ordered_json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw BadInput(file + " is not valid JSON: " + e.what());
-  }
-  const Certificate c = certificate_from_json(j, file);  // ConfigError: file, pointer, fix; exit 2
+  const Certificate c = read_certificate(file);  // ConfigError: file, pointer, fix; exit 2
   const auto html = report::render_certificate_html(c);
   if (out.empty()) {
     std::cout << html;

@@ -23,4 +23,25 @@ std::optional<Outcome> outcome_from_string(std::string_view s) {
   return value_of(kWords, s);
 }
 
+int severity(Outcome o) {
+  switch (o) {
+    case Outcome::Fail:
+      return 3;
+    case Outcome::Error:
+      return 2;
+    case Outcome::Inconclusive:
+      return 1;
+    case Outcome::Pass:
+    case Outcome::Record:
+    case Outcome::NA:
+    case Outcome::Skipped:
+      break;
+  }
+  return 0;
+}
+
+Outcome worst_of(Outcome a, Outcome b) {
+  return severity(b) > severity(a) ? b : a;
+}
+
 }  // namespace cvs

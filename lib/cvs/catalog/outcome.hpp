@@ -20,6 +20,14 @@ std::optional<Outcome> outcome_from_string(std::string_view s);
 inline std::string to_string(const std::optional<Outcome>& o, std::string_view none) {
   return o ? to_string(*o) : std::string(none);
 }
+// The one order of how bad an outcome is, wherever several become one (a session's status, a
+// tier's outcome): FAIL (a gate the cluster missed: the verdict) over ERROR (the infrastructure
+// kept a stage from deciding: no verdict) over INCONCLUSIVE over the rest (PASS, RECORD, N/A,
+// SKIPPED), which say nothing against the cluster.
+int severity(Outcome o);
+// The worse of two by severity (the first when equal).
+Outcome worst_of(Outcome a, Outcome b);
+
 // Outcomes that keep a stage from verifying anything (a card entry, a fleet node): FAIL,
 // INCONCLUSIVE, ERROR.
 inline bool is_unverified(Outcome o) {

@@ -10,6 +10,7 @@
 #include "cvs/base/utc_time.hpp"
 #include "cvs/certify/suite_runs.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/thresholds.hpp"
 #include "cvs/history/store.hpp"
 
 namespace fs = std::filesystem;
@@ -64,7 +65,7 @@ Certificate read_prior(Options& o) {
     throw ConfigError(file.string(), "", "no certificate to resume in " + o.resume.string(),
                       "pass the folder an earlier cvs certify wrote (its --output)");
   // ConfigError (the file, the JSON pointer, the fix) from the reader: exit 2 at the edge.
-  const Certificate c = certificate_from_json(read_json(file, "the certificate"), file.string());
+  const Certificate c = read_certificate(file);
   auto keep = [](fs::path& opt, const std::string& was) {
     if (opt.empty() && !was.empty()) opt = was;
   };
@@ -150,8 +151,10 @@ void new_certificate(const Options& o, Inputs& in) {
   i.baseline_file = o.baseline.string();
   i.baseline_sha256 = file_sha(o.baseline);
   if (!o.baseline.empty())
-    i.baseline_provenance = read_json(o.baseline, "the calibration").value("_calibration", J());
-  if (i.baseline_provenance.is_object()) i.baseline_provenance.erase("statistics");
+    if (const auto cal = load_thresholds(o.baseline).calibration) {
+      i.baseline_provenance = to_json(*cal);  // the calibration's, as it was, less its statistics
+      i.baseline_provenance.erase("statistics");
+    }
   i.min_nodes = o.min_nodes;
   i.budget_minutes = o.budget_minutes;
   i.scaling_per_doubling_pct = o.per_doubling_pct;

@@ -1,4 +1,5 @@
 #include "cvs/certify/suite_runs.hpp"
+#include "cvs/catalog/stage_names.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -141,7 +142,8 @@ ProcRequest pair_request(const NodeRuns& spec, const Cluster& cluster, const Pai
   write_json(dir / "cluster.json", file);
   auto r =
       suite_request("jaxmaxtext_distributed", spec.config, dir, dir.filename().string(), p.a + "+" + p.b);
-  r.argv.push_back("--gtest_filter=test_setup.*:sweep/test_training_run.*");
+  r.argv.push_back("--gtest_filter=" +
+                   stage_names::filter_of({stage_names::kSetup, stage_names::kTrainingRun}));
   for (const auto& a : spec.args)
     if (a.rfind("--gtest_filter", 0) != 0) r.argv.push_back(a);
   return r;

@@ -1,4 +1,5 @@
 #include "cvs/certify/tiers.hpp"
+#include "cvs/catalog/stage_names.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -88,14 +89,15 @@ class PreflightTier final : public Tier {
   void run(Certification& c, TierRecord& t) const override {
     const auto nodes = c.healthy_nodes();
     const fs::path dir(t.dir);
-    auto setup = c.runner.each(
-        c.spec("jaxmaxtext_single", c.in.single_config, dir / "setup", "test_setup.*", "certify preflight"),
-        nodes);
+    auto setup = c.runner.each(c.spec("jaxmaxtext_single", c.in.single_config, dir / "setup",
+                                      stage_names::filter_of({stage_names::kSetup}), "certify preflight"),
+                               nodes);
     account(t, setup);
     std::vector<FleetNode> rdma;
     if (!c.in.distributed_config.empty() && !c.runner.interrupted()) {
       rdma = c.runner.each(c.spec("jaxmaxtext_distributed", c.in.distributed_config, dir / "rdma",
-                                  "test_setup.*:test_setup_rdma.*", "certify preflight rdma"),
+                                  stage_names::filter_of({stage_names::kSetup, stage_names::kSetupRdma}),
+                                  "certify preflight rdma"),
                            nodes);
       account(t, rdma);
     }
@@ -223,8 +225,9 @@ void ScaleTier::run_once(Certification& c, const std::vector<Node>& nodes, bool 
                          const fs::path& rdir, Rung& g) {
   const auto k = g.nodes;
   // The last rung is the full-scale run: its own gates (the user's filter); the others train.
-  const auto spec = c.spec("jaxmaxtext_distributed", config, rdir,
-                           last ? "" : "test_setup.*:sweep/test_training_run.*", "certify scale");
+  const auto spec = c.spec(
+      "jaxmaxtext_distributed", config, rdir,
+      last ? "" : stage_names::filter_of({stage_names::kSetup, stage_names::kTrainingRun}), "certify scale");
   const auto n =
       c.runner.together(spec, std::vector<Node>(nodes.begin(), nodes.begin() + static_cast<long>(k)),
                         "scale-" + std::to_string(k), std::to_string(k) + " node(s)");
@@ -294,14 +297,6 @@ void set_aside_unshardable(std::vector<Rung>& rungs) {
       g.nodes, rungs[rungs.size() - 2].nodes, g.failure);
 }
 
-// The worse of two rung verdicts (ERROR over FAIL over INCONCLUSIVE over PASS).
-Outcome worse(Outcome a, Outcome b) {
-  auto rank = [](Outcome o) {
-    return o == Outcome::Error ? 3 : o == Outcome::Fail ? 2 : o == Outcome::Inconclusive ? 1 : 0;
-  };
-  return rank(b) > rank(a) ? b : a;
-}
-
 void ScaleTier::run(Certification& c, TierRecord& t) const {
   const auto nodes = c.healthy_nodes();
   const auto rungs = ladder(nodes.size());
@@ -316,11 +311,11 @@ void ScaleTier::run(Certification& c, TierRecord& t) const {
     t.node_steps += g.steps;
     words += (words.empty() ? "" : "; ") + rung_words(g);
     if (g.verdict == Outcome::Fail && g.efficiency_pct && named.empty()) named = std::to_string(g.nodes);
-    worst = worse(worst, g.verdict);
+    worst = worst_of(worst, g.verdict);  // the one order (catalog/outcome.hpp)
   }
   const bool full_failed =
       !t.rungs.empty() && t.rungs.back().status == Outcome::Fail && t.rungs.back().verdict != Outcome::NA;
-  if (full_failed) worst = worse(worst, Outcome::Fail);
+  if (full_failed) worst = worst_of(worst, Outcome::Fail);
   t.outcome = worst;
   t.summary = (named.empty() ? "" : "efficiency falls below the bound at " + named + " nodes; ") + words;
   if (full_failed) t.summary += "; the full-scale run's own gates failed: " + t.rungs.back().failure;

@@ -165,7 +165,7 @@ ThresholdFile parse_thresholds(const std::string& text, const std::filesystem::p
   tf.file = file;
   for (auto c = root.begin(); c != root.end(); ++c) {
     if (c.key() == "_calibration")
-      tf.calibration = *c;
+      tf.calibration = calibration_from_json(*c, file.string());
     else if (!c.key().empty() && c.key()[0] == '_')
       tf.comments[c.key()] = c->is_string() ? c->get<std::string>() : c->dump();
     else

@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <map>
+
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+#include "cvs/config/calibration_file.hpp"
 
 namespace cvs {
 
@@ -27,7 +29,7 @@ struct ThresholdFile {
   std::map<std::string, std::vector<ThresholdSpec>> cells;  // sweep key -> specs in file order
   std::map<std::string, std::string> comments;              // "_node_count_comment" etc.
   // "_calibration" of a file `cvs calibrate` wrote: rule, statistics and provenance.
-  std::optional<nlohmann::ordered_json> calibration;
+  std::optional<CalibrationSection> calibration;
   const std::vector<ThresholdSpec>* cell(const std::string& sweep_key) const;
 };
 

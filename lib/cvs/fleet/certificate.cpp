@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <stdexcept>
 
 namespace cvs {
@@ -324,6 +325,17 @@ J to_json(const Certificate& c) {
   j["node_steps"] = node_steps;
   j["drain_commands"] = c.drain_commands;
   return j;
+}
+
+Certificate read_certificate(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in)
+    throw ConfigError(file.string(), "", "cannot read the certificate",
+                      "pass the folder a cvs certify wrote");
+  const auto j = J::parse(in, nullptr, false);
+  if (j.is_discarded())
+    throw ConfigError(file.string(), "", "is not JSON", "pass the certificate.json a cvs certify wrote");
+  return certificate_from_json(j, file.string());
 }
 
 Certificate certificate_from_json(const J& j, const std::string& file) {

@@ -15,6 +15,7 @@
 // is schema-versioned and is also the state `--resume` continues from.
 #pragma once
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -139,5 +140,8 @@ nlohmann::ordered_json to_json(const Certificate& c);
 // The one reader of certificate.json (`file` names it in errors). Throws ConfigError with the file,
 // the JSON pointer of what is missing or wrong, and a fix.
 Certificate certificate_from_json(const nlohmann::ordered_json& j, const std::string& file);
+// The file read and parsed (ConfigError when it cannot be read or is not JSON), then as above:
+// what --resume, cvs report and the history read.
+Certificate read_certificate(const std::filesystem::path& file);
 
 }  // namespace cvs

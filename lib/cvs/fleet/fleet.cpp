@@ -15,6 +15,7 @@
 #include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/config/cluster.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/json_in.hpp"
 #include "cvs/config/thresholds.hpp"
 #include "cvs/statistics/metrics.hpp"
 
@@ -284,16 +285,11 @@ std::map<FigureKey, FigureStats> read_fleet_baseline(const std::filesystem::path
   // The calibration file is a threshold file: read (and its gates checked) as each node's
   // --thresholds will be, before any node runs.
   const ThresholdFile thresholds = load_thresholds(file);
-  const auto stats = thresholds.calibration
-                         ? thresholds.calibration->value("statistics", nlohmann::ordered_json::object())
-                         : nlohmann::ordered_json::object();
   std::map<FigureKey, FigureStats> out;
-  for (const auto& [sweep, metrics] : stats.items())
-    for (const auto& [metric, st] : metrics.items())
-      if (st.is_object() && st.value("median", nlohmann::json()).is_number() &&
-          st.value("mad_sigma", nlohmann::json()).is_number())
-        out[{sweep, metric}] = {st["median"].get<double>(), st["mad_sigma"].get<double>() / 1.4826,
-                                st.value("n", std::size_t{0}), true};
+  if (thresholds.calibration)
+    for (const auto& [sweep, metrics] : thresholds.calibration->statistics)
+      for (const auto& [metric, st] : metrics)
+        out[{sweep, metric}] = {st.median, st.mad_sigma / 1.4826, st.n, true};
   if (out.empty())
     throw ConfigError(
         name, "/_calibration/statistics", "no calibrated statistics (not a calibration file?)",
@@ -339,6 +335,64 @@ nlohmann::ordered_json fleet_json(const FleetScore& score, const FleetPolicy& po
 }
 
 }  // namespace
+
+namespace {
+
+FigureKey figure_of_text(const std::string& text) {  // FigureKey::text() read back
+  const auto space = text.rfind(' ');
+  return space == std::string::npos ? FigureKey::kind(text)
+                                    : FigureKey{text.substr(0, space), text.substr(space + 1)};
+}
+
+}  // namespace
+
+FleetFile read_fleet_file(const std::filesystem::path& file) {
+  const std::string name = file.string();
+  std::ifstream in(file);
+  if (!in)
+    throw ConfigError(name, "", "cannot read the fleet run's file", "pass the folder a fleet run wrote");
+  const auto j = nlohmann::ordered_json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw ConfigError(name, "", "is not JSON", "pass the fleet.json a fleet run wrote");
+  static const char* kFix = "pass the fleet.json a fleet run wrote";
+  const JsonIn root(j, "", name, kFix);
+  FleetFile f;
+  f.schema_version = root.integer<int>("schema_version", 1);  // a file before the key: 1
+  if (f.schema_version < 1 || f.schema_version > kFleetFileSchemaVersion)
+    root.fail("/schema_version", "is " + std::to_string(f.schema_version) +
+                                     "; this cvs reads fleet.json up to schema " +
+                                     std::to_string(kFleetFileSchemaVersion) +
+                                     " (record it with the cvs-maxtext that wrote it, or a newer one)");
+  if (root.has("policy")) {
+    const auto p = root.object("policy");
+    f.policy.max_z = p.num("max_z", f.policy.max_z);
+    f.policy.min_deviation = p.num("min_deviation", f.policy.min_deviation);
+    f.policy.min_fleet = p.integer<std::size_t>("min_fleet", f.policy.min_fleet);
+  }
+  f.score.scored = root.integer<std::size_t>("scored_nodes", 0);
+  f.score.too_small = root.boolean("too_small", false);
+  if (root.has("figures"))
+    for (const auto& [text, st] : root.at("figures").items()) {
+      (void)st;
+      const auto s = root.object("figures").object(text.c_str());
+      f.score.figures[figure_of_text(text)] = {s.req_num("median"), s.req_num("mad"),
+                                               s.integer<std::size_t>("nodes", 0), false};
+    }
+  (void)root.at("nodes");
+  for (std::size_t i = 0; i < root.array("nodes").size(); ++i) {
+    const auto n = root.element("nodes", i);
+    NodeScore ns;
+    ns.name = n.req_str("name");
+    ns.suspect = n.req_bool("suspect");
+    for (std::size_t k = 0; k < n.array("evidence").size(); ++k) {
+      const auto e = n.element("evidence", k);
+      ns.evidence.push_back({figure_of_text(e.req_str("figure")), e.num("value"), e.num("median"), e.num("z"),
+                             e.num("deviation"), e.req_str("text")});
+    }
+    f.score.nodes.push_back(std::move(ns));
+  }
+  return f;
+}
 
 void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& score,
                          const std::map<std::string, std::string>& host_of, const FleetPolicy& policy) {

@@ -126,6 +126,16 @@ std::map<FigureKey, FigureStats> read_fleet_baseline(const std::filesystem::path
 void write_fleet_outputs(const std::filesystem::path& dir, const FleetScore& score,
                          const std::map<std::string, std::string>& host_of, const FleetPolicy& policy);
 
+// What write_fleet_outputs wrote into fleet.json, read back (its one reader: the history): the
+// policy and the score, every node's evidence with its words. A file newer than this cvs reads,
+// or a key of the wrong type, is a ConfigError with its pointer.
+struct FleetFile {
+  int schema_version = kFleetFileSchemaVersion;
+  FleetPolicy policy;
+  FleetScore score;
+};
+FleetFile read_fleet_file(const std::filesystem::path& file);
+
 // One line of reasons for a suspect ("" for a healthy node).
 std::string fleet_reasons(const NodeScore& node);
 

@@ -12,6 +12,7 @@
 
 #include "cvs/base/sha256.hpp"
 #include "cvs/config/config_error.hpp"
+#include "cvs/config/thresholds.hpp"
 #include "cvs/fleet/certificate.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/results/results_file.hpp"
@@ -56,8 +57,7 @@ std::string session_id(const SessionEntry& e) {
   std::sort(nodes.begin(), nodes.end());
   std::string key = e.kind + "|" + e.suite + "|" + e.started_at + "|" + e.config_sha256 + "|" + e.cluster;
   for (const auto& n : nodes) key += "|" + n;
-  // A certification resumed keeps its start: its end tells the interrupted one from the resumed one.
-  if (e.kind == "certify") key += "|" + e.finished_at;
+  if (!e.revision.empty()) key += "|" + e.revision;
   return sha256_hex(key).substr(0, 32);
 }
 
@@ -115,28 +115,18 @@ SessionEntry entry_of_session(const Results& r, const std::string& source) {
 }
 
 SessionEntry entry_of_fleet(const fs::path& folder) {
-  std::ifstream in(folder / "fleet.json");
-  if (!in) throw StoreError(folder.string() + ": no fleet.json");
-  const auto f = nlohmann::json::parse(in, nullptr, false);
-  if (f.is_discarded() || !f.contains("nodes"))
-    throw StoreError((folder / "fleet.json").string() + ": not a fleet.json");
-  if (const auto& v = f.value("schema_version", nlohmann::json(0));
-      !v.is_number_integer() || v.get<int>() > kFleetFileSchemaVersion)
-    throw ConfigError((folder / "fleet.json").string(), "/schema_version",
-                      "is " + v.dump() + "; this cvs reads fleet.json up to schema " +
-                          std::to_string(kFleetFileSchemaVersion),
-                      "record it with the cvs-maxtext that wrote it (or a newer one)");
+  if (!fs::exists(folder / "fleet.json")) throw StoreError(folder.string() + ": no fleet.json");
+  const FleetFile f = read_fleet_file(folder / "fleet.json");  // its one reader (fleet/fleet.hpp)
   SessionEntry e;
   e.kind = "fleet";
   e.suite = "jaxmaxtext_fleet";
   e.source = folder.string();
   std::set<std::string> names;
-  for (const auto& n : f["nodes"]) {
+  for (const auto& n : f.score.nodes) {
     NodeEntry ne;
-    ne.node = n.value("name", std::string());
-    ne.suspect = n.value("suspect", false);
-    for (const auto& ev : n.value("evidence", nlohmann::json::array()))
-      ne.evidence += (ne.evidence.empty() ? "" : "; ") + ev.value("text", std::string());
+    ne.node = n.name;
+    ne.suspect = n.suspect;
+    ne.evidence = fleet_reasons(n);
     names.insert(ne.node);
     const auto res = folder / "nodes" / ne.node / "report" / "results.json";
     if (fs::exists(res)) {
@@ -162,23 +152,26 @@ SessionEntry entry_of_fleet(const fs::path& folder) {
   if (e.started_at.empty()) e.started_at = fs::path(folder).filename().string();
   for (const auto& n : names) e.cluster += (e.cluster.empty() ? "" : ",") + n;
   e.nodes = static_cast<int>(names.size());
-  e.status = f.value("suspects", nlohmann::json::array()).empty() ? Outcome::Pass : Outcome::Fail;
+  e.status = f.score.suspects().empty() ? Outcome::Pass : Outcome::Fail;
   e.id = session_id(e);
   return e;
 }
 
 SessionEntry entry_of_calibration(const fs::path& file, const std::vector<Results>& repeats) {
-  std::ifstream in(file);
-  const auto c = nlohmann::ordered_json::parse(in, nullptr, false);
-  if (c.is_discarded() || !c.contains("_calibration"))
-    throw StoreError(file.string() + ": not a calibration file");
-  const auto& cal = c["_calibration"];
+  ThresholdFile tf;
+  try {
+    tf = load_thresholds(file);  // the one reader of a calibration (config/calibration_file.hpp)
+  } catch (const ConfigError& e) {
+    throw StoreError(file.string() + ": not a calibration file: " + e.what());
+  }
+  if (!tf.calibration) throw StoreError(file.string() + ": not a calibration file (no _calibration)");
+  const auto& cal = *tf.calibration;
   SessionEntry e;
   e.kind = "calibration";
   e.suite = "cvs calibrate";
   e.source = file.string();
   e.status = Outcome::Pass;
-  e.started_at = repeats.empty() ? cal.value("date", std::string()) : repeats.front().started_at;
+  e.started_at = repeats.empty() ? cal.date : repeats.front().started_at;
   e.finished_at = repeats.empty() ? e.started_at : repeats.back().finished_at;
   if (!repeats.empty()) {
     e.config_file = repeats.front().config.file;
@@ -186,16 +179,15 @@ SessionEntry entry_of_calibration(const fs::path& file, const std::vector<Result
     e.cluster = repeats.front().cluster.file.empty() ? "localhost" : repeats.front().cluster.file;
     e.nodes = static_cast<int>(repeats.front().cluster.nodes.size());
   }
-  const J provenance = cal.contains("provenance") ? cal["provenance"] : J::object();
-  for (auto it = provenance.begin(); it != provenance.end(); ++it)
+  for (auto it = cal.provenance.begin(); it != cal.provenance.end(); ++it)
     e.provenance.emplace_back(it.key(), text_of(it.value()));
-  const J statistics = cal.contains("statistics") ? cal["statistics"] : J::object();
-  for (auto s = statistics.begin(); s != statistics.end(); ++s)
-    for (auto m = s.value().begin(); m != s.value().end(); ++m) {
-      MetricEntry me{s.key(), m.key(), {}, {}, {}, {}, std::nullopt};  // a calibration decides no gate
-      if (m.value().contains("median")) me.estimate = me.value = m.value()["median"].get<double>();
-      if (c.contains(s.key()) && c[s.key()].contains("training." + m.key()))
-        me.lo = me.hi = c[s.key()]["training." + m.key()].value("value", 0.0);  // the gate
+  for (const auto& [sweep, metrics] : cal.statistics)
+    for (const auto& [metric, st] : metrics) {
+      MetricEntry me{sweep, metric, {}, {}, {}, {}, std::nullopt};  // a calibration decides no gate
+      me.estimate = me.value = st.median;
+      if (const auto* cell = tf.cell(sweep))
+        for (const auto& spec : *cell)
+          if (spec.metric == metric) me.lo = me.hi = spec.value;  // the gate
       e.metrics.push_back(std::move(me));
     }
   e.id = session_id(e);
@@ -247,6 +239,7 @@ SessionEntry entry_of_certificate(const Certificate& c, const fs::path& folder) 
   e.source = folder.string();
   e.started_at = c.started_at;
   e.finished_at = c.ended_at;
+  e.revision = c.ended_at;  // a resumed certification keeps its start: its end tells the parts apart
   e.status = status_of(c.verdict);
   e.config_file = c.inputs.config_file;
   e.config_sha256 = c.inputs.config_sha256;
@@ -286,11 +279,7 @@ SessionEntry entry_of_folder(const fs::path& path) {
     return entry_of_session(read_results(path), path.parent_path().string());
   }
   if (fs::exists(path / "certificate.json")) {
-    const auto file = path / "certificate.json";
-    std::ifstream in(file);
-    const auto j = nlohmann::ordered_json::parse(in, nullptr, false);
-    if (j.is_discarded()) throw StoreError(file.string() + ": not JSON");
-    return entry_of_certificate(certificate_from_json(j, file.string()), path);
+    return entry_of_certificate(read_certificate(path / "certificate.json"), path);
   }
   if (fs::exists(path / "fleet.json")) return entry_of_fleet(path);
   if (fs::exists(path / "results.json"))

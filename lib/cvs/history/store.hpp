@@ -57,6 +57,9 @@ struct NodeEntry {
 
 struct SessionEntry {
   std::string id, kind, suite, started_at, finished_at;
+  // What tells two records of one run apart (part of the id when set): a resumed certification
+  // keeps its start, and its end is its revision. "" for a record that is never continued.
+  std::string revision;
   Outcome status = Outcome::Pass;
   std::string config_file, config_sha256, cluster, source;
   int nodes = 0;

@@ -535,12 +535,16 @@ Outcome stage_outcome(TestStatus status, const std::string& outcome_property) {
 }
 
 Outcome Results::status() const {
-  bool any_fail = false, any_error = false;
+  // A stage counts against the session as gtest ended it: a failed test is FAIL (an INCONCLUSIVE
+  // that fails included) unless it was an ERROR; the rest (an INCONCLUSIVE that passes, a skip) PASS.
+  Outcome worst = Outcome::Pass;
   for (const auto& t : stages) {
-    any_fail |= t.status == TestStatus::Fail && t.outcome != Outcome::Error;
-    any_error |= t.outcome == Outcome::Error;
+    const Outcome counted = t.outcome == Outcome::Error    ? Outcome::Error
+                            : t.status == TestStatus::Fail ? Outcome::Fail
+                                                           : Outcome::Pass;
+    worst = worst_of(worst, counted);
   }
-  return any_fail ? Outcome::Fail : (any_error ? Outcome::Error : Outcome::Pass);
+  return worst;
 }
 
 std::vector<std::pair<Outcome, int>> Results::counts() const {

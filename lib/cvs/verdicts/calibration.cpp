@@ -112,7 +112,7 @@ std::optional<Repeats> collect(const std::vector<Results>& results, const std::s
 }
 
 ordered_json gate_for(const CalibratedMetric& m, const std::string& sweep, const Repeats& r,
-                      const CalibrationRule& rule, ordered_json& stats) {
+                      const CalibrationRule& rule, CalibratedFigure& stats) {
   const double centre = median(r.estimates);
   std::vector<double> dev;
   for (double e : r.estimates) dev.push_back(std::fabs(e - centre));
@@ -135,9 +135,7 @@ ordered_json gate_for(const CalibratedMetric& m, const std::string& sweep, const
                              "x: too noisy to calibrate; run more steps or repeats, "
                              "or find what disturbs the node");
   const double value = higher_better ? centre / slack : centre * slack;
-  stats = {{"n", r.estimates.size()}, {"median", centre},      {"mad_sigma", spread},
-           {"median_half_width", h},  {"worst_repeat", worst}, {"slack_by_noise", noise},
-           {"slack", slack},          {"runs", r.runs}};
+  stats = {r.estimates.size(), centre, spread, h, worst, noise, slack, r.runs};
   return {{"kind", to_string(m.kind)}, {"value", value}};
 }
 
@@ -147,8 +145,7 @@ ordered_json build_calibration(const std::vector<Results>& results, const std::o
                                const CalibrationRule& rule, const std::string& date) {
   if (results.empty()) throw std::runtime_error("no repeats to calibrate on");
   ordered_json out = ordered_json::object();
-  ordered_json stats = ordered_json::object();
-  ordered_json not_calibrated = ordered_json::object();
+  CalibrationSection cal;
   for (const auto& [sweep, first] : results[0].sweeps) {
     for (std::size_t i = 0; i < results.size(); ++i) {
       const SweepRecord* sw = results[i].sweep(sweep);
@@ -171,36 +168,31 @@ ordered_json build_calibration(const std::vector<Results>& results, const std::o
       std::string why;
       auto r = collect(results, sweep, m.name, why);
       if (!r) {
-        not_calibrated[sweep][m.name] = why;
+        cal.not_calibrated[sweep][m.name] = why;
         continue;
       }
-      ordered_json st;
-      cell["training." + std::string(m.name)] = gate_for(m, sweep, *r, rule, st);
-      stats[sweep][m.name] = st;
+      cell["training." + std::string(m.name)] = gate_for(m, sweep, *r, rule, cal.statistics[sweep][m.name]);
     }
     out[sweep] = cell;
   }
-  ordered_json cal;
-  cal["rule"] = std::string(
+  cal.rule = std::string(
       "per sweep and speed metric over the repeats' steady-state intervals (each present, above 0 "
       "and narrower than half its estimate): centre = median, spread = 1.4826 x MAD, h = median "
       "interval half-width, worst = the farthest interval end over the centre, slack = max(1 + (k x "
       "spread + h) / centre, 1.05 x worst, 1 + min_slack), refused above 1 + max_slack; min gate = "
       "centre / slack, max gate = centre x slack");
-  cal["k"] = rule.k;
-  cal["min_slack_pct"] = rule.min_slack_pct;
-  cal["max_slack_pct"] = rule.max_slack_pct;
-  cal["repeats"] = results.size();
-  cal["date"] = date;
-  cal["base_threshold_file"] = base ? base->file.string() : std::string();
-  cal["provenance"] = results[0].provenance_fields.value_or(ordered_json::object());
-  cal["statistics"] = stats;
-  cal["not_calibrated"] = not_calibrated;
+  cal.k = rule.k;
+  cal.min_slack_pct = rule.min_slack_pct;
+  cal.max_slack_pct = rule.max_slack_pct;
+  cal.repeats = results.size();
+  cal.date = date;
+  cal.base_threshold_file = base ? base->file.string() : std::string();
+  cal.provenance = results[0].provenance_fields.value_or(ordered_json::object());
   ordered_json file = {{"_comment",
                         "Written by cvs calibrate: speed gates measured on this node or cluster (see "
                         "_calibration), the base threshold file's other gates kept as they were."}};
   for (auto it = out.begin(); it != out.end(); ++it) file[it.key()] = it.value();
-  file["_calibration"] = cal;
+  file["_calibration"] = to_json(cal);
   return file;
 }
 

@@ -1,0 +1,19 @@
+#include "cvs/catalog/stage_names.hpp"
+
+#include <cstring>
+
+namespace cvs::stage_names {
+
+std::string test_suite_of(const char* stage) {
+  const bool per_sweep = std::strcmp(stage, kTrainingRun) == 0 || std::strcmp(stage, kMetric) == 0 ||
+                         std::strcmp(stage, kCheckpoint) == 0;
+  return (per_sweep ? std::string(kSweepPrefix) : std::string()) + stage;
+}
+
+std::string filter_of(std::initializer_list<const char*> stages) {
+  std::string f;
+  for (const char* s : stages) f += (f.empty() ? "" : ":") + test_suite_of(s) + ".*";
+  return f;
+}
+
+}  // namespace cvs::stage_names
