@@ -227,3 +227,52 @@ TEST(CalibrationFile, ItsOneReaderReadsWhatItsWriterWroteAndNamesAWrongKey) {
         << e.what();
   }
 }
+
+// A repeat whose steps gave no interval (too few, too correlated) or too wide a one runs again
+// with twice the steps while the budget holds it, and the calibration says so; when the budget is
+// spent, the refusal says what it would need and what is left. Sessions already run (--from) are
+// never run again.
+TEST(Calibration, ARepeatTooShortForAnIntervalRunsAgainLongerWithinTheBudget) {
+  auto no_interval = repeat(1000, 20);
+  no_interval.sweeps[0].second.steady_state->intervals.clear();
+  std::vector<cvs::Results> results = {repeat(1000, 20), no_interval, repeat(1010, 20)};
+  std::vector<double> seconds = {30, 30, 30};
+  std::vector<std::pair<std::size_t, long long>> reruns;
+  const auto rerun = [&](std::size_t i, long long factor) {
+    reruns.emplace_back(i, factor);
+    results[i] = repeat(995, 10);  // twice the steps: an interval, narrower
+    seconds[i] = 55;
+    return true;
+  };
+  std::vector<std::string> extended;
+  const auto f = cvs::calibrate_extending(results, seconds, std::nullopt, {},
+                                          {600, std::chrono::steady_clock::now(), "d"}, rerun, extended);
+  ASSERT_EQ(reruns, (std::vector<std::pair<std::size_t, long long>>{{1, 2}}));
+  ASSERT_EQ(extended.size(), 1u);
+  EXPECT_NE(extended[0].find("repeat 2: "), std::string::npos) << extended[0];
+  EXPECT_NE(extended[0].find("ran again with 2x the steps in 55 s"), std::string::npos) << extended[0];
+  EXPECT_TRUE(f[kSweep].contains("training.tokens_per_sec_per_gpu"));
+  // A budget that cannot hold twice the repeat's 30 s: refused, with the figures.
+  results = {repeat(1000, 20), no_interval, repeat(1010, 20)};
+  seconds = {30, 30, 30};
+  reruns.clear();
+  try {
+    cvs::calibrate_extending(results, seconds, std::nullopt, {}, {50, std::chrono::steady_clock::now(), "d"},
+                             rerun, extended);
+    ADD_FAILURE() << "calibrated without the rerun";
+  } catch (const cvs::CalibrationRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("running repeat 2 again with 2x the steps needs about 1 min"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("of the 50 s budget is left (--budget-minutes)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(reruns.empty());
+  // --from: no seconds, nothing runs again.
+  results = {repeat(1000, 20), no_interval, repeat(1010, 20)};
+  std::vector<double> none;
+  EXPECT_THROW(cvs::calibrate_extending(results, none, std::nullopt, {},
+                                        {600, std::chrono::steady_clock::now(), "d"}, rerun, extended),
+               cvs::CalibrationRefused);
+  EXPECT_TRUE(reruns.empty());
+}

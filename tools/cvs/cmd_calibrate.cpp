@@ -2,12 +2,15 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
+#include "cvs/base/format.hpp"
 #include "cvs/base/text.hpp"
 #include "cvs/base/utc_time.hpp"
 #include "cvs/catalog/stage_names.hpp"
@@ -42,36 +45,83 @@ int run_attached(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// Runs the suite's setup and training runs `repeats` times; their results.json, or nothing when a
-// repeat did not pass (said on stderr).
-std::optional<std::vector<Results>> run_repeats(const fs::path& exe, const std::string& config,
-                                                const std::string& cluster, const fs::path& dir, int repeats,
-                                                const std::vector<std::string>& suite_args) {
-  std::vector<Results> results;
-  for (int i = 1; i <= repeats; ++i) {
-    const fs::path rdir = dir / ("repeat-" + std::to_string(i));
+// The repeats of a calibration: the suite's setup and training runs, each in its own folder and
+// timed; one can run again with its config's steps multiplied (a copy beside the repeats).
+class RepeatRunner {
+ public:
+  RepeatRunner(fs::path exe, std::string config, std::string cluster, fs::path dir,
+               std::vector<std::string> suite_args)
+      : exe_(std::move(exe)),
+        config_(std::move(config)),
+        cluster_(std::move(cluster)),
+        dir_(std::move(dir)),
+        suite_args_(std::move(suite_args)) {}
+
+  // Repeat i (0-based) with `factor` x the config's steps; false (said on stderr) when it did not pass.
+  bool run(std::size_t i, long long factor, std::vector<Results>& results, std::vector<double>& seconds) {
+    const std::string name =
+        "repeat-" + std::to_string(i + 1) + (factor > 1 ? "-x" + std::to_string(factor) : "");
+    const fs::path rdir = dir_ / name;
     std::vector<std::string> argv = {
-        exe.string(),
+        exe_.string(),
         "--config",
-        config,
+        factor > 1 ? config_with_steps(factor).string() : config_,
         "--output",
         rdir.string(),
         "--quiet",
         "--gtest_filter=" + stage_names::filter_of({stage_names::kSetup, stage_names::kTrainingRun})};
-    if (!cluster.empty()) argv.insert(argv.end(), {"--cluster", cluster});
-    argv.insert(argv.end(), suite_args.begin(), suite_args.end());
-    std::cerr << "cvs calibrate: repeat " << i << "/" << repeats << " -> " << rdir.string() << "\n";
+    if (!cluster_.empty()) argv.insert(argv.end(), {"--cluster", cluster_});
+    argv.insert(argv.end(), suite_args_.begin(), suite_args_.end());
+    std::cerr << "cvs calibrate: repeat " << i + 1
+              << (factor > 1 ? " (" + std::to_string(factor) + "x the steps)" : "") << " -> " << rdir.string()
+              << "\n";
+    const auto t0 = std::chrono::steady_clock::now();
     const int rc = run_attached(argv);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rc != 0 || !fs::exists(rdir / "results.json")) {
-      std::cerr << "cvs calibrate: repeat " << i << " did not pass (exit " << rc << "; report "
+      std::cerr << "cvs calibrate: repeat " << i + 1 << " did not pass (exit " << rc << "; report "
                 << (rdir / "report.html").string()
                 << "): calibrate on a known-good node or cluster; nothing was written\n";
-      return std::nullopt;
+      return false;
     }
-    results.push_back(read_results(rdir / "results.json"));
+    if (results.size() <= i) results.resize(i + 1), seconds.resize(i + 1);
+    results[i] = read_results(rdir / "results.json");
+    seconds[i] = took;
+    return true;
   }
-  return results;
-}
+
+ private:
+  // The config with every step count multiplied (train_params.maxtext_config.steps and each sweep's):
+  // the same sweeps, longer. Written once per factor beside the repeats.
+  fs::path config_with_steps(long long factor) const {
+    const fs::path p = dir_ / ("config-x" + std::to_string(factor) + ".json");
+    if (fs::exists(p)) return p;
+    std::ifstream in(config_);
+    auto j = ordered_json::parse(in, nullptr, true, true);
+    auto scale = [&](ordered_json& obj) {
+      if (obj.is_object() && obj.contains("steps") && obj["steps"].is_number_integer())
+        obj["steps"] = obj["steps"].get<long long>() * factor;
+    };
+    if (j.contains("train_params") && j["train_params"].contains("maxtext_config"))
+      scale(j["train_params"]["maxtext_config"]);
+    if (j.contains("sweeps") && j["sweeps"].is_object())
+      for (auto& [key, sweep] : j["sweeps"].items()) scale(sweep);
+    // The threshold file by absolute path: the copy lives elsewhere.
+    if (j.contains("threshold_json") && j["threshold_json"].is_string()) {
+      const fs::path t = j["threshold_json"].get<std::string>();
+      if (t.is_relative())
+        j["threshold_json"] = (fs::absolute(config_).parent_path() / t).lexically_normal().string();
+    }
+    fs::create_directories(dir_);
+    write_file_whole(p, j.dump(2) + "\n");
+    return p;
+  }
+
+  fs::path exe_;
+  std::string config_, cluster_;
+  fs::path dir_;
+  std::vector<std::string> suite_args_;
+};
 
 // The sessions --from names: each a results.json of this very config (its effective sha256), each
 // sweep of the config run. BadInput (exit 2) otherwise.
@@ -123,6 +173,34 @@ void report_calibration(const report::ReporterOptions& reports, const fs::path& 
     std::cerr << "cvs calibrate: " << line << "\n";
 }
 
+// What the calibration did beyond the rule, said on stderr and kept in its _calibration: the repeats
+// run again (extended), the metrics it could not calibrate; the config it holds for is the one
+// given (a repeat run longer measured the same sweeps' speed).
+void say_and_keep(ordered_json& file, const fs::path& dest, const std::string& config_sha256,
+                  const std::vector<std::string>& extended) {
+  auto section = calibration_from_json(file["_calibration"], dest.string());
+  section.provenance["config_sha256"] = config_sha256;
+  section.extended = extended;
+  file["_calibration"] = to_json(section);
+  for (const auto& line : extended) std::cerr << "cvs calibrate: extended: " << line << "\n";
+  for (const auto& [sweep, metrics] : section.not_calibrated)
+    for (const auto& [metric, why] : metrics)
+      std::cerr << "cvs calibrate: not calibrated: " << sweep << " " << metric << ": " << why
+                << " (its gate stays as the base file has it)\n";
+}
+
+// Where the repeats come from and where the results go: --from, --work-dir, --history, the exports.
+void add_source_options(CLI::App& app, std::vector<std::string>& from, std::string& work,
+                        report::ReporterOptions& reports) {
+  app.add_option("--from", from,
+                 "results.json of sessions already run with this config on a known-good node or cluster "
+                 "(at least 3): calibrate on them instead of running repeats");
+  app.add_option("--history", reports.history,
+                 "the results store (default: $CVS_HISTORY, else the default SQLite file; none: off)");
+  report::add_output_options(app, reports);
+  app.add_option("--work-dir", work, "where the repeats' reports go (default: cvs-results/calibrate-<time>)");
+}
+
 // `cvs calibrate --config FILE [--cluster FILE] [--repeats N | --from RESULTS.json...] [--out FILE]`:
 // runs the config's sweeps N times (or reads sessions already run) and writes a threshold file
 // whose speed gates come from what was measured.
@@ -136,11 +214,18 @@ int cmd_calibrate(const Args& args) {
   report::ReporterOptions reports;  // the history record and the exports
   reports.session_files = false;
   int repeats = 3;
+  double budget_minutes = 15;
   CalibrationRule rule;
   std::vector<std::string> suite_args, from;
   app.add_option("--config", config, "suite config")->required();
   app.add_option("--cluster", cluster, "cluster file (default: one local node)");
   app.add_option("--repeats", repeats, "how many times to run the sweeps")->check(CLI::Range(1, 100));
+  app.add_option(
+         "--budget-minutes", budget_minutes,
+         "the most minutes the repeats may take: a repeat too short or too noisy for an interval runs "
+         "again with twice the steps while its expected time fits (default 15: the CPU default's "
+         "repeats take about 1.5 min)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--out", out, "threshold file to write (default: the calibration folder, see README)");
   app.add_option("--k", rule.k, "spreads between the centre and a gate")->check(CLI::Range(0.0, 100.0));
   auto* min_slack = app.add_option("--min-slack-pct", rule.min_slack_pct,
@@ -149,13 +234,7 @@ int cmd_calibrate(const Args& args) {
                         ->check(CLI::Range(0.0, 1000.0));
   app.add_option("--max-slack-pct", rule.max_slack_pct, "most slack between the centre and a gate, %")
       ->check(CLI::Range(0.0, 1000.0));
-  app.add_option("--from", from,
-                 "results.json of sessions already run with this config on a known-good node or cluster "
-                 "(at least 3): calibrate on them instead of running repeats");
-  app.add_option("--history", reports.history,
-                 "the results store (default: $CVS_HISTORY, else the default SQLite file; none: off)");
-  report::add_output_options(app, reports);
-  app.add_option("--work-dir", work, "where the repeats' reports go (default: cvs-results/calibrate-<time>)");
+  add_source_options(app, from, work, reports);
   app.add_option("suite_args", suite_args, "after --: passed to the suite (e.g. --poll-interval-s 1)");
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
@@ -172,30 +251,35 @@ int cmd_calibrate(const Args& args) {
               << rule.max_slack_pct << "\n";
     return kExitUsage;
   }
-  std::optional<ThresholdFile> base;
-  if (!cfg.threshold_path.empty()) base = load_thresholds(cfg.threshold_path);
+  const auto base =
+      cfg.threshold_path.empty() ? std::nullopt : std::optional(load_thresholds(cfg.threshold_path));
   const std::string suite = cfg.mode == Mode::Distributed ? "jaxmaxtext_distributed" : "jaxmaxtext_single";
   const fs::path exe = from.empty() ? suite_executable(suite) : fs::path();  // BadInput: exit 2
   const fs::path dest = out.empty() ? default_calibration_file(config, cluster) : fs::path(out);
   const fs::path dir =
       work.empty() ? fs::path("cvs-results") / ("calibrate-" + utc_now("%Y%m%d-%H%M%S")) : fs::path(work);
-  const auto results = from.empty() ? run_repeats(exe, config, cluster, dir, repeats, suite_args)
-                                    : std::optional(read_sessions(from, cfg));
-  if (!results) return kExitFail;
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<Results> results;
+  std::vector<double> seconds;  // each repeat's wall time (none for --from)
+  RepeatRunner runner(exe, config, cluster, dir, suite_args);
+  if (!from.empty()) results = read_sessions(from, cfg);
+  for (int i = 0; from.empty() && i < repeats; ++i)
+    if (!runner.run(static_cast<std::size_t>(i), 1, results, seconds)) return kExitFail;
   ordered_json file;
+  std::vector<std::string> extended;
   try {
-    file = build_calibration(*results, base, rule, utc_now("%Y-%m-%d"));
+    const auto rerun = [&](std::size_t i, long long factor) {
+      return runner.run(i, factor, results, seconds);
+    };
+    file = calibrate_extending(results, seconds, base, rule,
+                               {budget_minutes * 60, started, utc_now("%Y-%m-%d")}, rerun, extended);
   } catch (const CalibrationRefused& e) {
     std::cerr << "cvs calibrate: refused: " << e.what() << "; nothing was written\n";
     return kExitFail;
   }
-  for (const auto& [sweep, metrics] :
-       calibration_from_json(file["_calibration"], dest.string()).not_calibrated)
-    for (const auto& [metric, why] : metrics)
-      std::cerr << "cvs calibrate: not calibrated: " << sweep << " " << metric << ": " << why
-                << " (its gate stays as the base file has it)\n";
+  say_and_keep(file, dest, cfg.sha256, extended);
   write_calibration(dest, file);
-  report_calibration(reports, dest, *results);
+  report_calibration(reports, dest, results);
   return kExitOk;
 }
 

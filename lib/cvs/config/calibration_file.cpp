@@ -29,7 +29,8 @@ constexpr auto kSectionFields = std::make_tuple(
     optional_field("repeats", &CalibrationSection::repeats),
     optional_field("date", &CalibrationSection::date),
     optional_field("base_threshold_file", &CalibrationSection::base_threshold_file),
-    optional_field("provenance", &CalibrationSection::provenance));
+    optional_field("provenance", &CalibrationSection::provenance),
+    optional_field("extended", &CalibrationSection::extended));
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace cvs {
 
@@ -34,6 +35,9 @@ struct CalibrationSection {
   nlohmann::ordered_json provenance = nlohmann::ordered_json::object();       // the repeats' (results.json's)
   std::map<std::string, std::map<std::string, CalibratedFigure>> statistics;  // sweep -> metric -> figure
   std::map<std::string, std::map<std::string, std::string>> not_calibrated;   // sweep -> metric -> why
+  // The repeats cvs calibrate ran again with more steps before it could calibrate, each in words
+  // ("repeat 3: ...: ran again with 2x the steps (58 a sweep) in 41 s").
+  std::vector<std::string> extended;
 };
 
 nlohmann::ordered_json to_json(const CalibrationSection& c);

@@ -71,29 +71,33 @@ std::optional<Repeats> collect(const std::vector<Results>& results, const std::s
                                const std::string& metric, std::string& not_calibrated) {
   Repeats r;
   std::vector<std::string> missing;
+  std::vector<std::size_t> missing_at;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const SweepRecord* sw = results[i].sweep(sweep);
     const IntervalRecord* iv = sw && sw->steady_state ? sw->steady_state->interval(metric) : nullptr;
     if (!iv || std::isnan(iv->estimate) || std::isnan(iv->lo) || std::isnan(iv->hi)) {
       missing.push_back("repeat " + std::to_string(i + 1) + ": " + why_missing(sw, metric));
+      missing_at.push_back(i);
       continue;
     }
     const std::string name = sweep + " " + metric + ": repeat " + std::to_string(i + 1);
     const double e = iv->estimate, lo = iv->lo, hi = iv->hi, width = (hi - lo) / e;
     if (!(lo > 0) || !(e > 0))
       throw CalibrationRefused(name + "'s interval [" + short_number(lo) + ", " + short_number(hi) +
-                               "] reaches 0: its steps vary too much for a gate; run more steps (or find "
-                               "what disturbs the node)");
+                                   "] reaches 0: its steps vary too much for a gate; run more steps (or find "
+                                   "what disturbs the node)",
+                               {i});
     if (width >= kMaxRelativeWidth) {
       const double steps = sw->steady_state->steps;
       const double need =
           std::ceil(steps * (width / (0.8 * kMaxRelativeWidth)) * (width / (0.8 * kMaxRelativeWidth)));
-      throw CalibrationRefused(
-          name + "'s interval [" + short_number(lo) + ", " + short_number(hi) + "] spans " + pct(width) +
-          " of its estimate " + short_number(e) + " (at most " + pct(kMaxRelativeWidth) +
-          "): too noisy to calibrate on; " +
-          (steps > 0 ? "run about " + short_number(need) + " steady steps instead of " + short_number(steps)
-                     : std::string("run more steady steps")));
+      throw CalibrationRefused(name + "'s interval [" + short_number(lo) + ", " + short_number(hi) +
+                                   "] spans " + pct(width) + " of its estimate " + short_number(e) +
+                                   " (at most " + pct(kMaxRelativeWidth) + "): too noisy to calibrate on; " +
+                                   (steps > 0 ? "run about " + short_number(need) +
+                                                    " steady steps instead of " + short_number(steps)
+                                              : std::string("run more steady steps")),
+                               {i});
     }
     r.estimates.push_back(e);
     r.half_widths.push_back((hi - lo) / 2);
@@ -106,8 +110,9 @@ std::optional<Repeats> collect(const std::vector<Results>& results, const std::s
   }
   if (!missing.empty())
     throw CalibrationRefused(sweep + " " + metric + ": " + missing.front() +
-                             " (the other repeats have one): "
-                             "calibrate on runs with enough steady steps, or more steps per run");
+                                 " (the other repeats have one): "
+                                 "calibrate on runs with enough steady steps, or more steps per run",
+                             missing_at);
   return r;
 }
 
@@ -194,6 +199,42 @@ ordered_json build_calibration(const std::vector<Results>& results, const std::o
   for (auto it = out.begin(); it != out.end(); ++it) file[it.key()] = it.value();
   file["_calibration"] = to_json(cal);
   return file;
+}
+
+std::string minutes_and_seconds(double s) {
+  const long long n = std::llround(s);
+  return n < 60 ? std::to_string(n) + " s"
+                : std::to_string(n / 60) + " min" + (n % 60 ? " " + std::to_string(n % 60) + " s" : "");
+}
+
+ordered_json calibrate_extending(std::vector<Results>& results, std::vector<double>& seconds,
+                                 const std::optional<ThresholdFile>& base, const CalibrationRule& rule,
+                                 const CalibrationBudget& budget, const RerunRepeat& rerun,
+                                 std::vector<std::string>& extended) {
+  std::vector<long long> factor(results.size(), 1);
+  for (;;) {
+    try {
+      return build_calibration(results, base, rule, budget.date);
+    } catch (const CalibrationRefused& e) {
+      if (e.short_repeats.empty() || seconds.size() != results.size()) throw;  // not a steps fix, or --from
+      for (const std::size_t i : e.short_repeats) {
+        const double spent =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - budget.started).count();
+        const double need = seconds[i] * 2;  // twice the steps: about twice the time
+        const std::string again = "repeat " + std::to_string(i + 1) + " again with " +
+                                  std::to_string(factor[i] * 2) + "x the steps";
+        if (spent + need > budget.seconds)
+          throw CalibrationRefused(
+              std::string(e.what()) + "; running " + again + " needs about " + minutes_and_seconds(need) +
+              ", and " + minutes_and_seconds(std::max(0.0, budget.seconds - spent)) + " of the " +
+              minutes_and_seconds(budget.seconds) + " budget is left (--budget-minutes)");
+        factor[i] *= 2;
+        if (!rerun(i, factor[i])) throw CalibrationRefused(again + " did not pass");
+        extended.push_back("repeat " + std::to_string(i + 1) + ": " + e.what() + ": ran again with " +
+                           std::to_string(factor[i]) + "x the steps in " + minutes_and_seconds(seconds[i]));
+      }
+    }
+  }
 }
 
 std::vector<ProvenanceDifference> provenance_differences(const ordered_json& calibrated,

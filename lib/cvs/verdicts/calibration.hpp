@@ -30,6 +30,9 @@
 #include <vector>
 
 #include "cvs/config/thresholds.hpp"
+
+#include <chrono>
+#include <functional>
 #include "cvs/verdicts/evaluation.hpp"
 
 namespace cvs {
@@ -62,9 +65,14 @@ const std::vector<CalibratedMetric>& calibrated_metrics();
 // Why the repeats cannot be calibrated (a repeat that did not complete a sweep, an interval that
 // is missing, reaches 0 or is too wide, a slack over its ceiling): `cvs calibrate` exits 1 and
 // writes nothing.
+// `short_repeats`: the repeats (0-based) that more steps would fix (an interval missing for too
+// few or too correlated steps, one that reaches 0 or is too wide): `cvs calibrate` runs those again
+// with more steps within its budget before it refuses.
 class CalibrationRefused : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit CalibrationRefused(const std::string& why, std::vector<std::size_t> short_repeats = {})
+      : std::runtime_error(why), short_repeats(std::move(short_repeats)) {}
+  std::vector<std::size_t> short_repeats;
 };
 
 // A threshold file from the results.json of each repeat: the base file's gates that are not
@@ -75,6 +83,27 @@ class CalibrationRefused : public std::runtime_error {
 nlohmann::ordered_json build_calibration(const std::vector<Results>& results,
                                          const std::optional<ThresholdFile>& base,
                                          const CalibrationRule& rule, const std::string& date);
+
+// The budget cvs calibrate's repeats run under.
+struct CalibrationBudget {
+  double seconds = 15 * 60;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::string date;  // the calibration's date
+};
+// Runs repeat i (0-based) again with `factor` x the steps, replacing its results and its seconds;
+// false when it did not pass.
+using RerunRepeat = std::function<bool(std::size_t i, long long factor)>;
+// build_calibration, and while it refuses for what more steps fix (CalibrationRefused::short_repeats)
+// each such repeat runs again with twice its steps when its expected time (twice its last) fits
+// what is left of the budget; then the refusal, with the time it would need and what is left.
+// `seconds` empty (--from: sessions already run): no repeat runs again. `extended`: one line per
+// repeat run again (the refusal it answered, its steps, its time).
+nlohmann::ordered_json calibrate_extending(std::vector<Results>& results, std::vector<double>& seconds,
+                                           const std::optional<ThresholdFile>& base,
+                                           const CalibrationRule& rule, const CalibrationBudget& budget,
+                                           const RerunRepeat& rerun, std::vector<std::string>& extended);
+// "41 s", "3 min 20 s".
+std::string minutes_and_seconds(double s);
 
 // A run's provenance fields (results.json "provenance_fields", made by the session: MaxText and
 // JAX versions, device kind, CPU model and count, GPUs, nodes x gpus_per_node, gpu_name, XLA
