@@ -1,4 +1,5 @@
 #include "front_end.hpp"
+#include "cvs/base/exit_codes.hpp"
 
 #include <iostream>
 
@@ -40,6 +41,7 @@ void say_issues(const ConfigError& e) {
 }  // namespace
 
 std::optional<int> check_at_edge(CLI::App& app, const char* who, const std::function<void()>& check) {
+  app.footer(kExitCodeTable);  // --help and the man page list the one table
   try {
     check();
     return std::nullopt;
@@ -48,10 +50,14 @@ std::optional<int> check_at_edge(CLI::App& app, const char* who, const std::func
     return 0;
   } catch (const CLI::ParseError& e) {
     std::cerr << who << ": " << e.what() << "\n" << app.help();
-    return 2;
+    return kExitUsage;
   } catch (const ConfigError& e) {
     say_issues(e);
-    return 2;
+    return kExitUsage;
+  } catch (
+      const std::exception& e) {  // not bad input it could name (an output it cannot write): the tool failed
+    std::cerr << who << ": " << e.what() << "\n";
+    return kExitInfra;
   }
 }
 
@@ -60,10 +66,10 @@ int run_at_edge(const char* who, const std::function<int()>& run, const std::str
     return run();
   } catch (const ConfigError& e) {
     say_issues(e);
-    return 2;
+    return kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << who << ": " << e.what() << (after.empty() ? "" : " (" + after + ")") << "\n";
-    return 3;
+    return kExitInfra;
   }
 }
 

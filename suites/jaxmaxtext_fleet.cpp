@@ -22,6 +22,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cvs/base/exit_codes.hpp"
 #include "cvs/base/format.hpp"
 #include "cvs/base/utc_time.hpp"
 #include "cvs/certify/suite_runs.hpp"
@@ -125,7 +126,7 @@ int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
   cvs::fleet::Allocation allocation(cluster, "fleet");
   if (auto why = allocation.acquire(); !why.empty()) {
     spdlog::error("fleet: {}", why);
-    return 3;
+    return cvs::kExitInfra;
   }
   const auto nodes =
       cvs::fleet::run_nodes(node_runs(o, o.output / "nodes", o.config), cluster, cluster.nodes);

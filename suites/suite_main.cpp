@@ -1,4 +1,5 @@
 #include "suite_main.hpp"
+#include "cvs/base/exit_codes.hpp"
 
 #include <gtest/gtest.h>
 
@@ -107,8 +108,8 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, repo
 int exit_code(std::optional<Outcome> status, int gtest_rc) {
   if (!status) return gtest_rc;
   if (*status == Outcome::Pass) return 0;
-  if (*status == Outcome::Error) return 3;
-  return 1;
+  if (*status == Outcome::Error) return kExitInfra;
+  return kExitFail;
 }
 
 }  // namespace
@@ -123,6 +124,7 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   bool listing = false;
   std::string user_xml;  // --gtest_output=xml:FILE (or xml:DIR/): where the JUnit file goes
   CLI::App app{std::string(suite_name) + ": the jaxmaxtext suite's options, besides gtest's", suite_name};
+  app.footer(kExitCodeTable);
   report::ReporterOptions ro;  // its outputs' options are parsed with the suite's
   try {
     auto parsed = parse_suite_options(app, opts, ro, argc, argv);
@@ -157,13 +159,13 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
   } catch (const ConfigError& e) {
     for (const auto& i : e.issues()) std::cerr << "error: " << i.to_string() << "\n";
     std::cerr << e.issues().size() << " error(s); nothing was run\n";
-    return 2;
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     std::cerr << suite_name << ": " << e.what() << "\n" << app.help();
-    return 2;
+    return kExitUsage;
   } catch (const std::exception& e) {  // not bad input the suite could name: the tool failed
     std::cerr << suite_name << ": " << e.what() << "\n";
-    return 3;
+    return kExitInfra;
   }
   std::vector<char*> rest = {argv[0]};
   for (auto& a : gtest_args) rest.push_back(a.data());

@@ -158,6 +158,24 @@ cleanup
 [[ $rc -eq 0 ]] || { tail -30 "$out/degraded.log"; fail "degraded: exit $rc, expected 0 (--min-nodes 2)"; }
 check_outputs "$out/degraded" ns-a,ns-c '{"ns-b": "nodes", "ns-d": "links"}' || { tail -20 "$out/degraded.log"; fail "degraded outputs"; }
 junit_valid "$out/degraded/junit.xml"
+# What the certificate could have seen: the nodes tier states a detection power smaller than the
+# capped node's measured slowdown (its evidence: tokens/s below, or a step time above, the median).
+python3 - "$out/degraded/certificate.json" <<'PY' || fail "the nodes tier's detection power"
+import json, re, sys
+c = json.load(open(sys.argv[1]))
+nodes = [t for t in c["tiers"] if t["tier"] == "nodes"][0]
+power = nodes.get("detection_power_pct")
+assert power is not None and power > 0, nodes
+ev = [e["evidence"] for e in c["excluded"] if e["node"] == "ns-b"][0]
+m = re.search(r"tokens_per_sec_per_gpu \S+ is ([0-9.]+) % below", ev)
+slow = float(m.group(1)) if m else None
+if slow is None:
+    m = re.search(r"step_time_\w+ \S+ is ([0-9.]+) % above", ev)
+    slow = 100 * (1 - 1 / (1 + float(m.group(1)) / 100))
+assert power < slow, (power, slow, ev)
+assert "would have caught a node >= " in nodes["summary"], nodes["summary"]
+print(f"  nodes tier: would have caught a node >= {power:.1f} % slow; ns-b was {slow:.1f} % slow")
+PY
 python3 - "$out/degraded" <<'PY' || fail "degraded evidence"
 import json, sys
 c = json.load(open(sys.argv[1] + "/certificate.json"))

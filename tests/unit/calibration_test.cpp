@@ -2,9 +2,13 @@
 // the provenance they are held against.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "cvs/base/sha256.hpp"
 #include "cvs/config/cluster.hpp"
+#include "cvs/config/config.hpp"
 #include "cvs/results/results_file.hpp"
 #include "cvs/verdicts/calibration.hpp"
 #include "test_helpers.hpp"
@@ -238,7 +242,7 @@ TEST(Calibration, ARepeatTooShortForAnIntervalRunsAgainLongerWithinTheBudget) {
   std::vector<cvs::Results> results = {repeat(1000, 20), no_interval, repeat(1010, 20)};
   std::vector<double> seconds = {30, 30, 30};
   std::vector<std::pair<std::size_t, long long>> reruns;
-  const auto rerun = [&](std::size_t i, long long factor) {
+  const auto rerun = [&](std::size_t i, long long factor, const std::string&) {
     reruns.emplace_back(i, factor);
     results[i] = repeat(995, 10);  // twice the steps: an interval, narrower
     seconds[i] = 55;
@@ -275,4 +279,19 @@ TEST(Calibration, ARepeatTooShortForAnIntervalRunsAgainLongerWithinTheBudget) {
                                         {600, std::chrono::steady_clock::now(), "d"}, rerun, extended),
                cvs::CalibrationRefused);
   EXPECT_TRUE(reruns.empty());
+}
+
+// The config a repeat runs again with: the shipped CPU default's steps doubled everywhere they are
+// said, the threshold file it resolved to by absolute path (the copy lives elsewhere), and it loads.
+TEST(Calibration, TheLongerRepeatsConfigLoadsWithTwiceTheSteps) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cvs-x2-" + std::to_string(::getpid()));
+  const std::filesystem::path shipped =
+      std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json";
+  const auto base = cvs::load_config(shipped, {.user = "u", .require_threshold_file = true});
+  cvs::write_config_with_steps(shipped, base.threshold_path, 2, dir / "config-x2.json");
+  const auto x2 = cvs::load_config(dir / "config-x2.json", {.user = "u", .require_threshold_file = true});
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(x2.threshold_path, std::filesystem::absolute(base.threshold_path));
+  ASSERT_EQ(x2.runs, base.runs);
+  for (const auto& sweep : base.runs) EXPECT_EQ(x2.steps_for(sweep), 2 * base.steps_for(sweep)) << sweep;
 }

@@ -327,12 +327,31 @@ TEST(Cli, AnUnknownOptionExits2BeforeAnythingRunsInEveryFrontEnd) {
 // 3: the tool or the infrastructure failed, not a gate and not the user's input; `cvs --help`
 // lists every code.
 TEST(Cli, AnUnexpectedFailureExits3AndTheUsageListsEveryCode) {
-  const auto p = run_command(std::string(CVS_SUITE_SINGLE) + " --output /proc/cvs-cannot-be-made");
-  EXPECT_EQ(p.exit_code, 3) << p.out;
-  const auto h = run_command(std::string(CVS_BINARY) + " --help");
-  for (const char* code :
-       {"0 ok", "1 a gate failed", "2 bad input", "3 the tool or the infrastructure failed"})
-    EXPECT_NE(h.out.find(code), std::string::npos) << code << "\n" << h.out;
+  const std::string single = std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json";
+  const std::string cluster = std::string(CVS_SOURCE_ROOT) + "/configs/clusters/local_2nodes.json";
+  // Each front end, its output where nothing can be made: the tool failed, no gate did (3).
+  for (const std::string& cmd :
+       {std::string(CVS_SUITE_SINGLE) + " --output /proc/cvs-cannot-be-made",
+        std::string(CVS_SUITE_FLEET) + " --config " + single + " --cluster " + cluster +
+            " --output /proc/cvs-cannot-be-made",
+        std::string(CVS_SUITE_CERTIFY) + " --config " + single + " --cluster " + cluster +
+            " --output /proc/cvs-cannot-be-made",
+        std::string(CVS_BINARY) + " calibrate --config " + single + " --work-dir /proc/cvs-cannot-be-made",
+        std::string(CVS_BINARY) + " history --history /proc/cvs-cannot-be-made/h.sqlite sessions"}) {
+    const auto p = run_command(cmd);
+    EXPECT_EQ(p.exit_code, 3) << cmd << "\n" << p.out;
+  }
+  // Every front end's --help (and so its man page) ends with the one table.
+  for (const std::string& cmd :
+       {std::string(CVS_BINARY) + " --help", std::string(CVS_BINARY) + " run --help",
+        std::string(CVS_BINARY) + " calibrate --help", std::string(CVS_BINARY) + " history --help",
+        std::string(CVS_BINARY) + " config --help", std::string(CVS_SUITE_SINGLE) + " --help",
+        std::string(CVS_SUITE_FLEET) + " --help", std::string(CVS_SUITE_CERTIFY) + " --help"}) {
+    const auto h = run_command(cmd);
+    for (const char* code :
+         {"0 ok", "1 a gate failed", "2 bad input", "3 the tool or the infrastructure failed"})
+      EXPECT_NE(h.out.find(code), std::string::npos) << cmd << ": " << code << "\n" << h.out;
+  }
 }
 
 // A shipped config's name, as `cvs config list` prints it, works wherever a config file does.

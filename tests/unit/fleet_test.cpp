@@ -343,3 +343,40 @@ TEST(Fleet, OnARealH200sSetupAnotherPlatformAndAProbeThatSaidNothingAreSuspects)
       << n4;
   fs::remove_all(dir);
 }
+
+// The stated detection power is met: on generated fleets (8 nodes, a node-to-node spread of 1 %,
+// each figure measured with noise whose 95 % interval is +-1 %), a node slowed by exactly the
+// power stated from the rest of its fleet is flagged in at least 95 % of 2000 trials, and one
+// slowed by half of it in few.
+TEST(Fleet, TheStatedDetectionPowerIsMetOnGeneratedFleets) {
+  std::mt19937 rng(20261205);
+  std::normal_distribution<double> unit(0, 1);
+  const double truth = 10000, spread = 100, half = 100, sigma = half / 1.959964;
+  auto measured = [&](const std::string& name, double true_value) {
+    cvs::FleetNode n = node(name, 0, 20);
+    n.figures = {{kTok, true_value + sigma * unit(rng)}};
+    n.intervals[kTok] = {n.figures[kTok] - half, n.figures[kTok] + half};
+    return n;
+  };
+  int flagged = 0, flagged_half = 0, trials = 2000;
+  double stated_sum = 0;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<cvs::FleetNode> fleet;
+    for (int i = 0; i < 8; ++i)
+      fleet.push_back(measured("n" + std::to_string(i), truth + spread * unit(rng)));
+    const auto power = cvs::detection_power(fleet, kTok, {});
+    ASSERT_TRUE(power.has_value());
+    stated_sum += power->slowdown;
+    const std::size_t victim = static_cast<std::size_t>(t % 8);
+    auto slowed = fleet;
+    slowed[victim] = measured("n" + std::to_string(victim), power->median * (1 - power->slowdown));
+    flagged += !cvs::score_fleet(slowed, {}).suspects().empty();
+    slowed[victim] = measured("n" + std::to_string(victim), power->median * (1 - power->slowdown / 2));
+    flagged_half += !cvs::score_fleet(slowed, {}).suspects().empty();
+  }
+  EXPECT_GE(flagged, trials * 95 / 100)
+      << "stated power (mean " << 100 * stated_sum / trials << " %) not met";
+  EXPECT_LT(flagged_half, trials / 2) << "the stated power is far from the least slowdown it flags";
+  // The rule's own floor: never under min_deviation (10 %), whatever the noise.
+  EXPECT_GE(stated_sum / trials, 0.10);
+}

@@ -12,6 +12,7 @@ namespace cvs::cli {
 // otherwise the exit code: 0 after --help (printed), kExitUsage after an error (printed, naming
 // the option or argument).
 inline std::optional<int> parse_cli(CLI::App& app, const Args& args) {
+  app.footer(kExitCodeTable);  // every command's --help and man page list the one table
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/base/format.hpp"
 #include "cvs/base/text.hpp"
@@ -49,16 +50,18 @@ int run_attached(const std::vector<std::string>& argv) {
 // timed; one can run again with its config's steps multiplied (a copy beside the repeats).
 class RepeatRunner {
  public:
-  RepeatRunner(fs::path exe, std::string config, std::string cluster, fs::path dir,
+  RepeatRunner(fs::path exe, std::string config, fs::path thresholds, std::string cluster, fs::path dir,
                std::vector<std::string> suite_args)
       : exe_(std::move(exe)),
         config_(std::move(config)),
+        thresholds_(std::move(thresholds)),
         cluster_(std::move(cluster)),
         dir_(std::move(dir)),
         suite_args_(std::move(suite_args)) {}
 
-  // Repeat i (0-based) with `factor` x the config's steps; false (said on stderr) when it did not pass.
-  bool run(std::size_t i, long long factor, std::vector<Results>& results, std::vector<double>& seconds) {
+  // Repeat i (0-based) with `factor` x the config's steps: kExitOk, or the suite's exit code (said on
+  // stderr): 1 a gate failed or the run hung, 2 bad input, 3 the infrastructure or the tool failed.
+  int run(std::size_t i, long long factor, std::vector<Results>& results, std::vector<double>& seconds) {
     const std::string name =
         "repeat-" + std::to_string(i + 1) + (factor > 1 ? "-x" + std::to_string(factor) : "");
     const fs::path rdir = dir_ / name;
@@ -82,12 +85,12 @@ class RepeatRunner {
       std::cerr << "cvs calibrate: repeat " << i + 1 << " did not pass (exit " << rc << "; report "
                 << (rdir / "report.html").string()
                 << "): calibrate on a known-good node or cluster; nothing was written\n";
-      return false;
+      return rc == kExitFail || rc == kExitUsage ? rc : kExitInfra;  // no results: the tool failed
     }
     if (results.size() <= i) results.resize(i + 1), seconds.resize(i + 1);
     results[i] = read_results(rdir / "results.json");
     seconds[i] = took;
-    return true;
+    return kExitOk;
   }
 
  private:
@@ -95,30 +98,14 @@ class RepeatRunner {
   // the same sweeps, longer. Written once per factor beside the repeats.
   fs::path config_with_steps(long long factor) const {
     const fs::path p = dir_ / ("config-x" + std::to_string(factor) + ".json");
-    if (fs::exists(p)) return p;
-    std::ifstream in(config_);
-    auto j = ordered_json::parse(in, nullptr, true, true);
-    auto scale = [&](ordered_json& obj) {
-      if (obj.is_object() && obj.contains("steps") && obj["steps"].is_number_integer())
-        obj["steps"] = obj["steps"].get<long long>() * factor;
-    };
-    if (j.contains("train_params") && j["train_params"].contains("maxtext_config"))
-      scale(j["train_params"]["maxtext_config"]);
-    if (j.contains("sweeps") && j["sweeps"].is_object())
-      for (auto& [key, sweep] : j["sweeps"].items()) scale(sweep);
-    // The threshold file by absolute path: the copy lives elsewhere.
-    if (j.contains("threshold_json") && j["threshold_json"].is_string()) {
-      const fs::path t = j["threshold_json"].get<std::string>();
-      if (t.is_relative())
-        j["threshold_json"] = (fs::absolute(config_).parent_path() / t).lexically_normal().string();
-    }
-    fs::create_directories(dir_);
-    write_file_whole(p, j.dump(2) + "\n");
+    if (!fs::exists(p)) write_config_with_steps(config_, thresholds_, factor, p);
     return p;
   }
 
   fs::path exe_;
-  std::string config_, cluster_;
+  std::string config_;
+  fs::path thresholds_;
+  std::string cluster_;
   fs::path dir_;
   std::vector<std::string> suite_args_;
 };
@@ -236,12 +223,7 @@ int cmd_calibrate(const Args& args) {
       ->check(CLI::Range(0.0, 1000.0));
   add_source_options(app, from, work, reports);
   app.add_option("suite_args", suite_args, "after --: passed to the suite (e.g. --poll-interval-s 1)");
-  std::vector<std::string> rev(args.rbegin(), args.rend());
-  try {
-    app.parse(rev);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
-  }
+  if (auto rc = parse_cli(app, args)) return *rc;
   const auto cl = cluster.empty() ? default_cluster() : load_cluster(cluster);
   config = config_argument(config);                      // a path, or a shipped config's name
   const auto cfg = load_config_for_cluster(config, cl);  // ConfigError: exit 2 in main
@@ -261,15 +243,19 @@ int cmd_calibrate(const Args& args) {
   const auto started = std::chrono::steady_clock::now();
   std::vector<Results> results;
   std::vector<double> seconds;  // each repeat's wall time (none for --from)
-  RepeatRunner runner(exe, config, cluster, dir, suite_args);
+  // The repeats record where the calibration does (--history), as every run of it.
+  if (!reports.history.empty()) suite_args.insert(suite_args.end(), {"--history", reports.history});
+  RepeatRunner runner(exe, config, cfg.threshold_path, cluster, dir, suite_args);
   if (!from.empty()) results = read_sessions(from, cfg);
   for (int i = 0; from.empty() && i < repeats; ++i)
-    if (!runner.run(static_cast<std::size_t>(i), 1, results, seconds)) return kExitFail;
+    if (const int rc = runner.run(static_cast<std::size_t>(i), 1, results, seconds); rc != kExitOk) return rc;
   ordered_json file;
   std::vector<std::string> extended;
   try {
-    const auto rerun = [&](std::size_t i, long long factor) {
-      return runner.run(i, factor, results, seconds);
+    const auto rerun = [&](std::size_t i, long long factor, const std::string& why) {
+      std::cerr << "cvs calibrate: " << why << ": running repeat " << i + 1 << " again with " << factor
+                << "x the steps\n";
+      return runner.run(i, factor, results, seconds) == kExitOk;
     };
     file = calibrate_extending(results, seconds, base, rule,
                                {budget_minutes * 60, started, utc_now("%Y-%m-%d")}, rerun, extended);

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "cvs/base/exit_codes.hpp"
 #include "cvs/config/layout.hpp"
 
 namespace cvs::cli {
@@ -43,7 +44,8 @@ int cmd_run(const Args& args) {
     std::cout << "usage: cvs run "
                  "jaxmaxtext_single|jaxmaxtext_distributed|jaxmaxtext_fleet|jaxmaxtext_certify [suite "
                  "options and gtest flags]\n"
-                 "       (cvs run SUITE --help lists the suite's options)\n";
+                 "       (cvs run SUITE --help lists the suite's options)\n\n"
+              << kExitCodeTable << "\n";
     return kExitOk;
   }
   if (args.empty() || !is_suite(args[0])) {

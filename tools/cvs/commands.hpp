@@ -1,6 +1,8 @@
 // The `cvs` subcommands: one short file each over cvs::core.
 #pragma once
 
+#include "cvs/base/exit_codes.hpp"
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -32,10 +34,10 @@ class BadInput : public std::runtime_error {
 // it looked when there is none.
 std::filesystem::path suite_executable(const std::string& suite);
 
-// Exit codes shared by every subcommand.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFail = 1;   // a gate failed / a regression
-inline constexpr int kExitUsage = 2;  // bad input: config errors, bad arguments
-inline constexpr int kExitInfra = 3;  // the tool or the infrastructure failed (an unexpected error too)
+// Exit codes shared by every subcommand: the one table (base/exit_codes.hpp).
+using cvs::kExitFail;
+using cvs::kExitInfra;
+using cvs::kExitOk;
+using cvs::kExitUsage;
 
 }  // namespace cvs::cli

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "commands.hpp"
+#include "cvs/base/exit_codes.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/history/db.hpp"
 
@@ -53,9 +54,6 @@ commands:
 where: configs and thresholds in {cvs_root}/configs, {cvs_root}/thresholds; {cvs_root} is $CVS_ROOT,
 else the share/cvs-maxtext above this binary (an install's <prefix>/share/cvs-maxtext)
 
-exit codes (every command, the suites, fleet mode and certify alike):
-  0 ok, 1 a gate failed, 2 bad input (config errors, bad or unknown arguments: nothing run),
-  3 the tool or the infrastructure failed (a store not reached, an unexpected error)
 )";
 
 }  // namespace
@@ -64,6 +62,7 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S] [%^%l%$] %v");
   if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    std::fputs((std::string(cvs::kExitCodeTable) + "\n").c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? cvs::cli::kExitUsage : 0;
   }
   const std::string cmd = argv[1];

@@ -193,6 +193,7 @@ Inputs load_inputs(Options& o) {
                       "--drain drains Slurm nodes, and this cluster has no Slurm",
                       "drop --drain, or use a cluster file with \"scheduler\": \"slurm\"");
   const auto single = load_mode(o.config, in.cluster, Mode::Single, "--config");
+  in.confidence = single.statistics.confidence;
   std::optional<SuiteConfig> dist;
   if (!o.distributed_config.empty())
     dist = load_mode(o.distributed_config, in.cluster, Mode::Distributed, "--distributed-config");

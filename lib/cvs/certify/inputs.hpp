@@ -34,7 +34,8 @@ struct Inputs {
   std::filesystem::path single_config, distributed_config;  // the copies in <output>/inputs
   std::string first_sweep;                                  // the distributed config's first run
   long long distributed_steps = 0;                          // its configured steps
-  Certificate certificate;                                  // new, or the one --resume continues
+  double confidence = 0.95;  // the single config's statistics.confidence: its runs' intervals
+  Certificate certificate;   // new, or the one --resume continues
 };
 
 // Every check before any node runs (ConfigError, exit 2): the cluster file, the configs and their

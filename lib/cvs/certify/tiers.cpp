@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "cvs/base/format.hpp"
 #include "cvs/base/utc_time.hpp"
@@ -130,6 +131,32 @@ const FleetNode& find_node(const std::vector<FleetNode>& v, const std::string& n
   throw std::logic_error("no run of node " + name);
 }
 
+// What the nodes tier could have seen: its detection power over the healthy nodes' tokens/s, the
+// best of its sweeps (a node slower on every sweep is flagged on the one that sees most), into the
+// record and its summary.
+std::string power_words(TierRecord& t, const std::vector<FleetNode>& runs, const FleetPolicy& policy,
+                        double confidence) {
+  std::vector<FleetNode> healthy;
+  for (const auto& n : runs)
+    if (std::none_of(t.excluded.begin(), t.excluded.end(),
+                     [&](const Exclusion& e) { return e.node == n.name; }))
+      healthy.push_back(n);
+  std::set<FigureKey> figures;
+  for (const auto& n : healthy)
+    for (const auto& [f, v] : n.figures)
+      if (f.metric == "tokens_per_sec_per_gpu") figures.insert(f);
+  std::optional<DetectionPower> best;
+  for (const auto& f : figures)
+    if (auto d = detection_power(healthy, f, policy, confidence);
+        d && (!best || d->slowdown < best->slowdown))
+      best = d;
+  if (!best) return "";
+  t.detection_power_pct = best->slowdown * 100;
+  t.detection_power_figure = best->figure.text();
+  return fmt::format("; would have caught a node >= {:.1f} % slow ({}, 95 % power, {} nodes)",
+                     *t.detection_power_pct, t.detection_power_figure, best->nodes);
+}
+
 // Nodes: fleet mode's per-node runs and scoring; a suspect on speed alone runs once more.
 class NodesTier final : public Tier {
  public:
@@ -169,7 +196,8 @@ class NodesTier final : public Tier {
     t.outcome = outcome_of(runs, t);
     t.summary = std::to_string(nodes.size() - t.excluded.size()) + " of " + std::to_string(nodes.size()) +
                 " node(s) healthy" + (score.too_small ? " (too few passing runs to score the fleet)" : "") +
-                (t.reruns.empty() ? "" : "; " + std::to_string(t.reruns.size()) + " run once more");
+                (t.reruns.empty() ? "" : "; " + std::to_string(t.reruns.size()) + " run once more") +
+                power_words(t, runs, c.o.policy, c.in.confidence);
   }
 };
 

@@ -1,5 +1,6 @@
 #include "cvs/config/config.hpp"
 #include "cvs/base/sha256.hpp"
+#include "cvs/base/text.hpp"
 
 #include <pwd.h>
 #include <re2/re2.h>
@@ -405,6 +406,24 @@ std::vector<ConfigIssue> preflight(const SuiteConfig& cfg) {
                    "container.image \"" + c.image + "\" contains a space",
                    "write a single image reference, e.g. \"rocm/jax-training:maxtext-v26.4\""});
   return out;
+}
+
+void write_config_with_steps(const std::filesystem::path& from, const std::filesystem::path& threshold_path,
+                             long long factor, const std::filesystem::path& to) {
+  const auto text = read_text_file(from);
+  if (!text) throw ConfigError(from.string(), "", "cannot read the config file", "check the path");
+  auto j = OrderedJson::parse(*text, nullptr, true, true);
+  const auto scale = [&](OrderedJson& obj) {
+    if (obj.is_object() && obj.contains("steps") && obj["steps"].is_number_integer())
+      obj["steps"] = obj["steps"].get<long long>() * factor;
+  };
+  if (j.contains("train_params") && j["train_params"].contains("maxtext_config"))
+    scale(j["train_params"]["maxtext_config"]);
+  if (j.contains("sweeps") && j["sweeps"].is_object())
+    for (auto& [key, sweep] : j["sweeps"].items()) scale(sweep);
+  if (!threshold_path.empty()) j["threshold_json"] = std::filesystem::absolute(threshold_path).string();
+  if (!to.parent_path().empty()) std::filesystem::create_directories(to.parent_path());
+  write_file_whole(to, j.dump(2) + "\n");
 }
 
 }  // namespace cvs

@@ -66,6 +66,13 @@ struct LoadOptions {
 
 // Loads and validates a suite config. Throws ConfigError with every problem of the file.
 SuiteConfig load_config(const std::filesystem::path& file, const LoadOptions& options = {});
+
+// A copy of the config file `from` at `to` with every step count multiplied by `factor`
+// (train_params.maxtext_config.steps and each sweep's own `steps`: the same sweeps, longer) and its
+// threshold file named by the absolute path it resolved to (`threshold_path`; the copy lives
+// elsewhere). cvs calibrate runs a repeat again longer with it.
+void write_config_with_steps(const std::filesystem::path& from, const std::filesystem::path& threshold_path,
+                             long long factor, const std::filesystem::path& to);
 // Same, from JSON text already read (file is used for messages and relative paths).
 SuiteConfig load_config_text(const std::string& text, const std::filesystem::path& file,
                              const LoadOptions& options = {});

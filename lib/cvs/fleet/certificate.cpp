@@ -104,7 +104,9 @@ constexpr auto kTierFields = std::make_tuple(
     field("seconds", &TierRecord::seconds), field("node_minutes", &TierRecord::node_minutes),
     field("node_steps", &TierRecord::node_steps), field("dir", &TierRecord::dir),
     optional_field("run_seconds", &TierRecord::run_seconds),  // certificates before it: no estimate
-    optional_field("budget_minutes", &TierRecord::budget_minutes));
+    optional_field("budget_minutes", &TierRecord::budget_minutes),
+    optional_field("detection_power_pct", &TierRecord::detection_power_pct),
+    optional_field("detection_power_figure", &TierRecord::detection_power_figure));
 
 J tier_json(const TierRecord& t) {
   J j = {{"tier", to_string(t.kind)}, {"state", to_string(t.state)}, {"outcome", to_string(t.outcome, "")}};

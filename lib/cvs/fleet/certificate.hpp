@@ -73,6 +73,10 @@ struct TierRecord {
   // one training run that --budget-minutes holds the later tiers against, kept for --resume.
   double run_seconds = 0;
   double budget_minutes = 0;  // the --budget-minutes of the command that ran it (0: none)
+  // Nodes tier: what it could have seen, the least slowdown of one node its scoring flags with 95 %
+  // power from the figures it measured (fleet/fleet.hpp: detection_power), over its sweeps' tokens/s.
+  std::optional<double> detection_power_pct;
+  std::string detection_power_figure;  // the sweep and metric it was best on
 };
 
 struct CertificateInputs {

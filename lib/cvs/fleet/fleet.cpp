@@ -208,6 +208,72 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
   return s;
 }
 
+double normal_quantile(double p) {
+  double lo = -10, hi = 10;  // P(Z <= z) = erfc(-z / sqrt 2) / 2, increasing: bisection to 1e-12
+  for (int k = 0; k < 80; ++k) {
+    const double mid = (lo + hi) / 2;
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+namespace {
+
+// Would the rule flag a node `slowdown` slower than the median, measured `noise` worse than its
+// truth, with `fleet`'s node `replace` being it? (The fleet's median and MAD include it.)
+bool flags_slowed(const FigureKey& figure, std::vector<double> fleet, std::size_t replace, double slowdown,
+                  double noise, double half_width, const FleetPolicy& policy) {
+  const int side = bad_side(figure.metric) >= 0 ? 1 : -1;  // +1: lower is worse
+  const double m0 = median_of(fleet);
+  const double measured = m0 * (1 - side * slowdown) + side * noise;  // the unlucky side of its noise
+  fleet[replace] = measured;
+  FigureStats st;
+  st.median = median_of(fleet);
+  std::vector<double> dev;
+  for (const double x : fleet) dev.push_back(std::fabs(x - st.median));
+  st.mad = median_of(dev);
+  st.nodes = fleet.size();
+  // Its interval's end nearest the median must be beyond both bounds too (outlier()).
+  return standing(figure, measured, st, policy).outlier &&
+         standing(figure, measured + side * half_width, st, policy).outlier;
+}
+
+}  // namespace
+
+std::optional<DetectionPower> detection_power(const std::vector<FleetNode>& nodes, const FigureKey& figure,
+                                              const FleetPolicy& policy, double interval_confidence,
+                                              double power) {
+  std::vector<double> values, halves;
+  for (const auto& n : nodes) {
+    if (n.status != Outcome::Pass) continue;
+    const auto it = n.figures.find(figure);
+    if (it == n.figures.end() || !std::isfinite(it->second)) continue;
+    values.push_back(it->second);
+    if (const auto* iv = interval_of(n, figure)) halves.push_back((iv->second - iv->first) / 2);
+  }
+  if (values.size() < std::max<std::size_t>(policy.min_fleet, 1)) return std::nullopt;
+  DetectionPower d{figure, 0, median_of(values), halves.empty() ? 0.0 : median_of(halves), values.size()};
+  const double sigma = d.half_width / normal_quantile((1 + interval_confidence) / 2);
+  const double noise = normal_quantile(power) * sigma;
+  // Slowing the fastest node moves the median most (one rank) and the median node least: the
+  // power is the worse of the two, each the least slowdown the rule flags (bisection: flagging
+  // only grows with the slowdown).
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  const int side = bad_side(figure.metric) >= 0 ? 1 : -1;
+  const std::size_t best = side > 0 ? sorted.size() - 1 : 0;
+  for (const std::size_t replace : {best, sorted.size() / 2}) {
+    double lo = 0, hi = side > 0 ? 1.0 : 10.0;
+    if (!flags_slowed(figure, sorted, replace, hi, noise, d.half_width, policy)) return std::nullopt;
+    for (int k = 0; k < 40; ++k) {
+      const double mid = (lo + hi) / 2;
+      (flags_slowed(figure, sorted, replace, mid, noise, d.half_width, policy) ? hi : lo) = mid;
+    }
+    d.slowdown = std::max(d.slowdown, hi);
+  }
+  return d;
+}
+
 namespace {
 
 // What the run's setup found (results.json provenance): the probe's facts, and as figures the GPU

@@ -110,6 +110,26 @@ bool is_fleet_metric(const std::string& metric);
 
 FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& policy);
 
+// What a scoring could have seen: the smallest slowdown of one node, relative to the fleet's
+// median, that score_fleet's rule (modified z beyond max_z, at least min_deviation from the median,
+// the node's whole interval beyond both) flags with probability `power`, from what was measured:
+// the fleet's own figures with that node slowed among them (the median and MAD it moves), and the
+// node's estimate as noisy as the fleet's median interval says (standard error = half-width / the
+// interval's z at `interval_confidence`). `slowdown` 0.031: "would have caught a node >= 3.1 %
+// slow". nullopt when fewer than policy.min_fleet nodes have the figure, or none is ever flagged.
+struct DetectionPower {
+  FigureKey figure;
+  double slowdown = 0;    // a fraction of the median
+  double median = 0;      // the fleet's median of the figure
+  double half_width = 0;  // the median interval half-width used
+  std::size_t nodes = 0;
+};
+std::optional<DetectionPower> detection_power(const std::vector<FleetNode>& nodes, const FigureKey& figure,
+                                              const FleetPolicy& policy, double interval_confidence = 0.95,
+                                              double power = 0.95);
+// The standard normal quantile: z with P(Z <= z) = p, 0 < p < 1.
+double normal_quantile(double p);
+
 // A node's run from its report folder's results.json (missing or unreadable: status "").
 FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& results_json);
 

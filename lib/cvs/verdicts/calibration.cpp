@@ -229,7 +229,7 @@ ordered_json calibrate_extending(std::vector<Results>& results, std::vector<doub
               ", and " + minutes_and_seconds(std::max(0.0, budget.seconds - spent)) + " of the " +
               minutes_and_seconds(budget.seconds) + " budget is left (--budget-minutes)");
         factor[i] *= 2;
-        if (!rerun(i, factor[i])) throw CalibrationRefused(again + " did not pass");
+        if (!rerun(i, factor[i], e.what())) throw CalibrationRefused(again + " did not pass");
         extended.push_back("repeat " + std::to_string(i + 1) + ": " + e.what() + ": ran again with " +
                            std::to_string(factor[i]) + "x the steps in " + minutes_and_seconds(seconds[i]));
       }

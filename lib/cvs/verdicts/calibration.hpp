@@ -92,7 +92,8 @@ struct CalibrationBudget {
 };
 // Runs repeat i (0-based) again with `factor` x the steps, replacing its results and its seconds;
 // false when it did not pass.
-using RerunRepeat = std::function<bool(std::size_t i, long long factor)>;
+// `why`: the refusal it answers.
+using RerunRepeat = std::function<bool(std::size_t i, long long factor, const std::string& why)>;
 // build_calibration, and while it refuses for what more steps fix (CalibrationRefused::short_repeats)
 // each such repeat runs again with twice its steps when its expected time (twice its last) fits
 // what is left of the budget; then the refusal, with the time it would need and what is left.
