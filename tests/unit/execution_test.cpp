@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "cvs/config/cluster.hpp"
@@ -14,6 +15,7 @@
 #include "cvs/exec/rdma.hpp"
 #include "cvs/exec/runtime.hpp"
 #include "cvs/exec/transport.hpp"
+#include "cvs/logs/run_timeline.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -425,7 +427,15 @@ TEST_F(NodeAgent, StartRecordsTheExitCodeAndStopKillsTheWholeSession) {
   ASSERT_TRUE(run(cvs::agent::start_detached(log, rc, pid, {"sh", "-c", "echo one; exit 3"})).ok());
   for (int i = 0; i < 50 && !fs::exists(rc); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(cvs::test::read_file(rc), "3\n");
-  EXPECT_EQ(cvs::test::read_file(log), "one\n");
+  // The run's output between the agent's marks, on the node's clock in glog's form.
+  const auto text = cvs::test::read_file(log);
+  const std::regex marked(
+      R"(I\d{4} \d\d:\d\d:\d\d\.\d+ cvs-run: started\none\nI\d{4} \d\d:\d\d:\d\d\.\d+ cvs-run: exited 3\n)");
+  EXPECT_TRUE(std::regex_match(text, marked)) << text;
+  const auto t0 = cvs::glog_seconds(text), t1 = cvs::glog_seconds(text.substr(text.rfind("I")));
+  ASSERT_TRUE(t0 && t1);
+  EXPECT_LE(*t0, *t1);
+  EXPECT_LT(*t1 - *t0, 20);
 
   const auto pid2 = (dir / "pid2").string();
   ASSERT_TRUE(run(cvs::agent::start_detached((dir / "log2").string(), (dir / "rc2").string(), pid2,
@@ -454,7 +464,8 @@ TEST_F(NodeAgent, StartWritesTheRunConfigFirstAndNeverOverwritesOne) {
   for (int i = 0; i < 50 && !fs::exists(dir / "run/rc"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(cvs::test::read_file(cfg), content);
-  EXPECT_EQ(cvs::test::read_file(log), content) << "the run saw the file";
+  EXPECT_NE(cvs::test::read_file(log).find("cvs-run: started\n" + content + "I"), std::string::npos)
+      << "the run saw the file";
 
   const auto log2 = (dir / "run2/training.log").string();
   auto r = run(cvs::agent::start_detached(log2, (dir / "run2/rc").string(), (dir / "run2/pid").string(),

@@ -119,6 +119,24 @@ class NodeStream : public ::testing::TestWithParam<std::string> {
     for (const auto& f : fs) s += f.data;
     return s;
   }
+  // The run's own output: the agent's first and last lines (its marks: logs/run_timeline.hpp)
+  // taken off, each checked.
+  static std::string unmarked(const std::string& s) {
+    const auto first = s.find('\n');
+    if (first == std::string::npos || s.substr(0, first).find("cvs-run: started") == std::string::npos) {
+      ADD_FAILURE() << "no started mark first: " << s;
+      return s;
+    }
+    const std::string rest = s.substr(first + 1);
+    const auto mark = rest.rfind("cvs-run: exited");
+    if (mark == std::string::npos || rest.back() != '\n') {
+      ADD_FAILURE() << "no exit mark last: " << s;
+      return rest;
+    }
+    const auto line = rest.rfind('\n', mark);
+    return rest.substr(0, line == std::string::npos ? 0 : line + 1);
+  }
+  std::string log_text() const { return cvs::test::read_file(log); }
   std::string session_left() {
     return cvs::test::run_command("ps -o stat= -s " + session_id() + " | grep -v '^Z' || true").out;
   }
@@ -146,18 +164,36 @@ TEST_P(NodeStream, DeliversTheWholeLogAndTheExitCodeThenEnds) {
   ASSERT_TRUE(last.ended) << last.err_tail;
   EXPECT_EQ(last.exit_code, 0) << "the stream program ends by itself after its final frame";
   ASSERT_GE(frames.size(), 3u) << "frames keep coming while the run goes on";
-  EXPECT_EQ(data_of(frames), "one\ntwo\nthree");
+  // The agent ends the run's unfinished last line before its exit mark.
+  EXPECT_EQ(unmarked(data_of(frames)), "one\ntwo\nthree\n");
   EXPECT_EQ(cvs::to_string(frames.back().state), "exited");
   EXPECT_EQ(frames.back().exit_code, 3);
-  EXPECT_EQ(frames.back().size, 13);
+  EXPECT_EQ(frames.back().size, static_cast<long long>(log_text().size()));
   for (std::size_t i = 0; i + 1 < frames.size(); ++i) EXPECT_EQ(cvs::to_string(frames[i].state), "running");
+}
+
+TEST_P(NodeStream, TheFinalFrameFollowsTheExitNotTheNextInterval) {
+  start({"sh", "-c", "sleep 0.5; echo done"});
+  cvs::StreamSet set;
+  add_stream(set, 0, 5.0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto frames = drain(set);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "the interval is 5 s: the exit ends the wait";
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(cvs::to_string(frames.back().state), "exited");
+  EXPECT_EQ(unmarked(data_of(frames)), "done\n");
 }
 
 TEST_P(NodeStream, ResumesFromAByteOffset) {
   start({"sh", "-c", "echo one; echo two"});
+  for (int i = 0; i < 50 && !fs::exists(rc); ++i) std::this_thread::sleep_for(100ms);
+  const auto after_one = log_text().find("one\n") + 4;
   cvs::StreamSet set;
-  add_stream(set, 4);
-  EXPECT_EQ(data_of(drain(set)), "two\n");
+  add_stream(set, after_one);
+  const auto got = data_of(drain(set));
+  EXPECT_EQ(got.substr(0, 4), "two\n");
+  EXPECT_EQ(got.find('\n', 4), got.size() - 1) << "then only the exit mark: " << got;
+  EXPECT_NE(got.find("cvs-run: exited 0"), std::string::npos) << got;
 }
 
 TEST_P(NodeStream, BigLogsComeInBoundedFramesBackToBackUnderBackpressure) {
@@ -243,15 +279,16 @@ TEST_P(NodeStream, ATruncatedLogShowsAsASizeBelowWhatWasDelivered) {
   cvs::StreamSet set;
   add_stream(set, 0, 0.2);
   std::string got;
-  for (int i = 0; i < 20 && got.empty(); ++i) got += data_of(set.collect(200ms).at(0).frames);
-  ASSERT_EQ(got, "a-long-first-line\n");
+  for (int i = 0; i < 20 && got.find("line\n") == std::string::npos; ++i)
+    got += data_of(set.collect(200ms).at(0).frames);
+  ASSERT_NE(got.find("cvs-run: started\na-long-first-line\n"), std::string::npos) << got;
   std::ofstream(log, std::ios::trunc) << "x\n";
   long long seen = -1;
   for (int i = 0; i < 20 && seen != 2; ++i) {
     const auto u = set.collect(200ms);
     for (const auto& f : u.at(0).frames) seen = f.size;
   }
-  EXPECT_EQ(seen, 2) << "the launcher compares this with its offset (18) and fails the run";
+  EXPECT_EQ(seen, 2) << "the launcher compares this with its offset and fails the run";
 }
 
 TEST(StreamSet, StreamsRunInTheirOwnProcessGroupSoATerminalCtrlCSparesThem) {
@@ -331,7 +368,7 @@ TEST_P(NodeStream, ManyStreamsOnOneLoop) {
     if (all) break;
   }
   for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(data[r], "rank " + std::to_string(r) + "\ndone " + std::to_string(r) + "\n");
+    EXPECT_EQ(unmarked(data[r]), "rank " + std::to_string(r) + "\ndone " + std::to_string(r) + "\n");
     EXPECT_EQ(state[r], "exited");
   }
 }

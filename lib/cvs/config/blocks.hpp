@@ -23,6 +23,10 @@ struct Paths {
   std::string log_dir = "{shared_fs}/LOGS/jaxmaxtext";
   std::string hf_token_file = "{shared_fs}/.hf_token";
   std::string temp_dir = "/tmp/{user-id}/jaxmaxtext";
+  // cvs-maxtext's own: JAX's persistent compilation cache, shared by every run of a node (the
+  // suite's sweeps, certify's tiers, the next night's run): MaxText's jax_cache_dir, mounted into
+  // containers; "" leaves MaxText's own default (~/jax_cache, lost with a per-run container).
+  std::string compile_cache = "{shared_fs}/cache/jax_compile";
   std::map<std::string, std::string> extra;  // any other named path, usable as {paths.NAME}
 };
 

@@ -120,14 +120,14 @@ void find_changeme(const OrderedJson& j, const std::string& ptr, IssueList& issu
   }
 }
 
-// paths: the five named paths (defaults of the spec) and any other, as written.
+// paths: the five named paths of the spec, cvs-maxtext's compile_cache (their defaults) and any
+// other, as written.
 std::map<std::string, std::string> read_paths(JsonReader& rd) {
   Paths defaults;
-  std::map<std::string, std::string> raw = {{"shared_fs", defaults.shared_fs},
-                                            {"models_dir", defaults.models_dir},
-                                            {"log_dir", defaults.log_dir},
-                                            {"hf_token_file", defaults.hf_token_file},
-                                            {"temp_dir", defaults.temp_dir}};
+  std::map<std::string, std::string> raw = {
+      {"shared_fs", defaults.shared_fs}, {"models_dir", defaults.models_dir},
+      {"log_dir", defaults.log_dir},     {"hf_token_file", defaults.hf_token_file},
+      {"temp_dir", defaults.temp_dir},   {"compile_cache", defaults.compile_cache}};
   if (const auto* p = rd.object("paths")) {
     for (auto it = p->begin(); it != p->end(); ++it) {
       if (!it->is_string()) {
@@ -260,8 +260,10 @@ void read_resolved_paths(OrderedJson& root, JsonReader& rd, const LoadOptions& o
   c.paths.log_dir = resolved["log_dir"];
   c.paths.hf_token_file = resolved["hf_token_file"];
   c.paths.temp_dir = resolved["temp_dir"];
+  c.paths.compile_cache = resolved["compile_cache"];
   for (const auto& [k, v] : resolved)
-    if (k != "shared_fs" && k != "models_dir" && k != "log_dir" && k != "hf_token_file" && k != "temp_dir")
+    if (k != "shared_fs" && k != "models_dir" && k != "log_dir" && k != "hf_token_file" && k != "temp_dir" &&
+        k != "compile_cache")
       c.paths.extra[k] = v;
 }
 

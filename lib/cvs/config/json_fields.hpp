@@ -76,6 +76,8 @@ void read_one(const JsonIn& in, const char* k, bool required, M& v) {
     v = in.nullable_int(k);
   } else if constexpr (std::is_same_v<M, std::optional<std::string>>) {
     v = in.opt_str(k);
+  } else if constexpr (std::is_same_v<M, std::optional<bool>>) {
+    v = in.at(k).is_null() ? std::nullopt : std::optional<bool>(in.req_bool(k));
   } else {
     static_assert(std::is_same_v<M, nlohmann::ordered_json>, "a member type json_fields.hpp reads");
     v = in.at(k);

@@ -71,14 +71,27 @@ void emit(YAML::Emitter& out, const OrderedJson& j) {
 
 }  // namespace
 
+namespace {
+
+// What the driver sets for every run: its name and output, and JAX's compilation cache (the
+// config's paths.compile_cache, unless its maxtext_config names a jax_cache_dir of its own).
+void set_run_keys(OrderedJson& m, const SuiteConfig& cfg, const std::string& run_name,
+                  const std::string& base_output_directory) {
+  m["run_name"] = run_name;
+  m["base_output_directory"] = base_output_directory;
+  if (!cfg.paths.compile_cache.empty() && !m.contains("jax_cache_dir"))
+    m["jax_cache_dir"] = cfg.paths.compile_cache;
+}
+
+}  // namespace
+
 OrderedJson sweep_maxtext_config(const SuiteConfig& cfg, const std::string& sweep_key,
                                  const std::string& run_name, const std::string& base_output_directory) {
   const Sweep& s = cfg.sweep(sweep_key);
   OrderedJson m = cfg.train_params.maxtext_config;
   merge_into(m, key_overrides(s.parsed, cfg.gpu_name, cfg.file.string(), "/sweeps/" + sweep_key));
   merge_into(m, s.overrides);
-  m["run_name"] = run_name;
-  m["base_output_directory"] = base_output_directory;
+  set_run_keys(m, cfg, run_name, base_output_directory);
   return m;
 }
 
@@ -90,8 +103,7 @@ OrderedJson smoke_maxtext_config(const SuiteConfig& cfg, const std::string& run_
   m["per_device_batch_size"] = cfg.smoke.per_device_batch_size;
   m["max_target_length"] = cfg.smoke.max_target_length;
   m["enable_checkpointing"] = false;
-  m["run_name"] = run_name;
-  m["base_output_directory"] = base_output_directory;
+  set_run_keys(m, cfg, run_name, base_output_directory);
   return m;
 }
 

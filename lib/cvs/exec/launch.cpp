@@ -89,6 +89,9 @@ EnvList Launcher::node_env(std::size_t rank) const {
       e.emplace_back("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "gloo");
   }
   for (auto& kv : hf_env()) e.push_back(std::move(kv));
+  // JAX's compiler says each compile's seconds and each persistent-cache hit or miss (about 80
+  // lines a run): the run's compile phase and whether it came from the cache (logs/run_timeline).
+  if (!has_env(cenv, "JAX_DEBUG_LOG_MODULES")) e.emplace_back("JAX_DEBUG_LOG_MODULES", "jax._src.compiler");
   return e;
 }
 
@@ -180,6 +183,13 @@ std::vector<std::string> Launcher::launch_containers() {
   spdlog::info("launching container {} ({}) on {} node(s) with {}", cfg_.container.name, cfg_.container.image,
                cluster_.nodes.size(), runtime_->name());
   for (const auto& a : runtime_->adjustments()) spdlog::info("{}", a);
+  if (const auto dirs = runtime_->host_dirs(); !dirs.empty()) {
+    std::vector<std::string> mkdir = {"mkdir", "-p", "--"};
+    mkdir.insert(mkdir.end(), dirs.begin(), dirs.end());
+    problems = per_node_problems(fan_out(transport_, std::vector(cluster_.nodes.size(), mkdir), timeout),
+                                 "creating " + dirs.front() + " for the container");
+    if (!problems.empty()) return problems;
+  }
   launched_ = true;  // teardown must run even if only some nodes started it
   auto launch = runtime_->launch_argv(labels_);
   problems = per_node_problems(fan_out(transport_, std::vector(cluster_.nodes.size(), launch), timeout),

@@ -111,6 +111,13 @@ std::vector<StreamFrame> LocalLogStream::poll() {
     stop_done_ = true;
     due_ = now;  // the final frame at once
   }
+  // The run's exit code appearing makes the next frame due at once (the stream program's sleep ends
+  // early the same way): the final frame goes when the run ends, not an interval later.
+  if (!ended_ && now < due_) {
+    std::error_code ec;
+    const auto rc_size = fs::file_size(spec_.rc_file, ec);
+    if (!ec && rc_size > 0) due_ = now;
+  }
   // At most four full frames per call: a huge backlog is read over several calls.
   for (int k = 0; k < 4 && !ended_ && now >= due_; ++k) {
     if (auto t = telemetry_frame()) frames.push_back(std::move(*t));

@@ -41,6 +41,24 @@ std::vector<std::string> ContainerRuntime::adjustments() const {
   return {};
 }
 
+bool ContainerRuntime::mounts_compile_cache() const {
+  if (compile_cache_.empty()) return false;
+  for (const auto& vol : c_.args.volumes) {  // "SRC:DST[:OPTS]": a DST at or above the cache holds it
+    const auto a = vol.find(':');
+    if (a == std::string::npos) continue;
+    const auto b = vol.find(':', a + 1);
+    std::string dst = vol.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+    while (dst.size() > 1 && dst.back() == '/') dst.pop_back();
+    if (compile_cache_ == dst || compile_cache_.rfind(dst == "/" ? dst : dst + "/", 0) == 0) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> ContainerRuntime::host_dirs() const {
+  if (mounts_compile_cache()) return {compile_cache_};
+  return {};
+}
+
 std::vector<std::string> ContainerRuntime::launch_argv(const ContainerLabels& labels) const {
   std::vector<std::string> v = {cli_, "run", "--detach", "--name", c_.name};
   for (const auto& [k, val] : labels.to_list()) v.insert(v.end(), {"--label", k + "=" + val});
@@ -51,6 +69,7 @@ std::vector<std::string> ContainerRuntime::launch_argv(const ContainerLabels& la
   if (passes_shm_size()) v.insert(v.end(), {"--shm-size", a.shm_size});
   for (const auto& u : a.ulimit) v.insert(v.end(), {"--ulimit", u});
   for (const auto& vol : a.volumes) v.insert(v.end(), {"--volume", vol});
+  if (mounts_compile_cache()) v.insert(v.end(), {"--volume", compile_cache_ + ":" + compile_cache_});
   for (const auto& d : a.devices) v.insert(v.end(), {"--device", d});
   for (const auto& g : a.group_add) v.insert(v.end(), {"--group-add", g});
   for (const auto& cap : a.cap_add) v.insert(v.end(), {"--cap-add", cap});
@@ -104,7 +123,7 @@ std::unique_ptr<Runtime> make_runtime(const SuiteConfig& cfg) {
   const auto& rt = cfg.container.runtime;
   if (rt == "local") return std::make_unique<LocalRuntime>(cfg.container);
   return std::make_unique<ContainerRuntime>(rt == "podman" ? Engine::Podman : Engine::Docker, rt,
-                                            cfg.container);
+                                            cfg.container, cfg.paths.compile_cache);
 }
 
 }  // namespace cvs

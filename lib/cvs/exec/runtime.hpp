@@ -53,12 +53,19 @@ class Runtime {
   virtual std::vector<std::string> inspect_argv() const { return {}; }
   // What the runtime changed from the configured args, and why (logged at launch).
   virtual std::vector<std::string> adjustments() const { return {}; }
+  // Host folders to create on each node before the launch (none for local).
+  virtual std::vector<std::string> host_dirs() const { return {}; }
 };
 
 class ContainerRuntime : public Runtime {
  public:
-  ContainerRuntime(Engine engine, std::string cli, const Container& c)
-      : engine_(engine), cli_(std::move(cli)), c_(c) {}
+  // compile_cache: JAX's compilation cache (paths.compile_cache): mounted at the same path unless a
+  // volume of the config already holds it; "" none.
+  ContainerRuntime(Engine engine, std::string cli, const Container& c, std::string compile_cache = "")
+      : engine_(engine), cli_(std::move(cli)), c_(c), compile_cache_(std::move(compile_cache)) {}
+  // The host folders the container's own mounts need (the engine refuses a missing one): the
+  // compile cache when this runtime mounts it.
+  std::vector<std::string> host_dirs() const override;
   std::string name() const override { return cli_; }
   std::optional<Engine> engine() const override { return engine_; }
   std::vector<std::string> launch_argv(const ContainerLabels& labels) const override;
@@ -78,6 +85,8 @@ class ContainerRuntime : public Runtime {
   Engine engine_;
   std::string cli_;
   Container c_;
+  std::string compile_cache_;
+  bool mounts_compile_cache() const;
 };
 
 class LocalRuntime : public Runtime {

@@ -322,6 +322,7 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
   // One line: the reasons go into a line per node (suspect_nodes.txt).
   for (std::size_t at; (at = n.failure.find('\n')) != std::string::npos;)
     n.failure.replace(at, 1, at + 1 < n.failure.size() ? " / " : "");
+  n.phases = session_phases(r);
   for (const auto& [key, sweep] : r.sweeps) {
     if (sweep.status != SweepStatus::NotRun)
       n.steps += sweep.early_stop ? sweep.early_stop->steps_run : sweep.steps;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "cvs/catalog/outcome.hpp"
+#include "cvs/logs/run_timeline.hpp"
 
 namespace cvs {
 
@@ -79,6 +80,9 @@ struct FleetNode {
   std::map<FigureKey, std::pair<double, double>> intervals;  // a sweep's metric -> its steady-state [lo, hi]
   double seconds = 0;                                        // the run's wall time (the runner's)
   long long steps = 0;                                       // the training steps its sweeps ran
+  // Where its runs' time went (the head node's logs: smoke, sweeps, checkpoint phases); other_s is
+  // set by whoever times the whole (suite_runs: seconds less the phases).
+  PhaseTotals phases;
 };
 
 struct FleetEvidence {

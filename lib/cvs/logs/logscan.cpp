@@ -272,11 +272,16 @@ void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t
     if (auto r = parse_step_line(line.substr(at))) {
       r->line_no = line_no;
       if (at > 0) r->host = host_of_prefix(line.substr(0, at));
+      if (auto t = glog_seconds(line.substr(0, at))) result_.timeline.step(*t, r->seconds);
       take_step(*r);
     }
     return;
   }
   if (auto ev = parse_maxtext_event(needle, line)) {
+    if (ev->run_mark) result_.timeline.mark(*ev->run_mark, glog_seconds(line));
+    if (ev->checkpoint && (ev->checkpoint->kind == CheckpointEventKind::SaveDuration ||
+                           ev->checkpoint->kind == CheckpointEventKind::LoadDuration))
+      if (auto t = glog_seconds(line)) result_.timeline.checkpoint_io(*t, ev->checkpoint->seconds);
     if (ev->step) {
       ev->step->line_no = line_no;
       if (at > 0) ev->step->host = host_of_prefix(line.substr(0, at));

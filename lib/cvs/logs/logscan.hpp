@@ -33,6 +33,7 @@ struct ScanResult {
   std::optional<double> peak_memory_gb;
   std::optional<double> memory_limit_gb;
   std::map<std::string, std::string> effective_config;  // MaxText's "Config param" lines
+  RunTimeline timeline;  // the run's timed lines: its phases (run_timeline.hpp)
   long long lines = 0;
   unsigned long long bytes = 0;
   static constexpr std::size_t kMaxErrors = 20;

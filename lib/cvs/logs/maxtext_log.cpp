@@ -321,6 +321,10 @@ std::optional<LogEvent> capture_ended_line(std::string_view line) {
                        "Profiler session tear down");
 }
 
+std::optional<LogEvent> run_mark_line(std::string_view line) {
+  return event_with(&LogEvent::run_mark, parse_run_mark(line));
+}
+
 // Each kind of line: the needle whose presence makes a line worth parsing, and its parser. In
 // the order they are tried on a line of unknown kind.
 struct LineKind {
@@ -344,6 +348,11 @@ constexpr LineKind kKinds[] = {
     {"Profiler session started", capture_started_line},
     {"Capture range ended in the application", capture_ended_line},
     {"Profiler session tear down", capture_ended_line},
+    {kRunMarkNeedles[0], run_mark_line},
+    {kRunMarkNeedles[1], run_mark_line},
+    {kRunMarkNeedles[2], run_mark_line},
+    {kRunMarkNeedles[3], run_mark_line},
+    {kRunMarkNeedles[4], run_mark_line},
 };
 
 }  // namespace

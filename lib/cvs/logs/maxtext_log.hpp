@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cvs/logs/run_timeline.hpp"
+
 namespace cvs {
 
 // A step series that cannot be trusted as one run (duplicate steps, step numbers going down, a
@@ -69,6 +71,7 @@ struct LogEvent {
   std::optional<double> memory_limit_gb;
   std::optional<std::pair<std::string, std::string>> config_param;  // "Config param KEY: VALUE"
   std::optional<MarkerKind> profiler;  // a profiler window's edge (ProfilerStart / ProfilerEnd)
+  std::optional<RunMark> run_mark;     // the agent's marks, JAX's compile lines (run_timeline.hpp)
 };
 
 // The host a line's prefix names, from the text before MaxText's own message: Ray's

@@ -45,6 +45,30 @@ constexpr auto kNodeRunFields = std::make_tuple(
     optional_field("remote_log", &NodeRunRecord::remote_log), optional_field("log", &NodeRunRecord::log),
     field("last_step", &NodeRunRecord::last_step), optional_field("errors", &NodeRunRecord::errors));
 
+constexpr auto kPhaseFields = std::make_tuple(optional_field("startup_s", &RunPhases::startup_s),
+                                              optional_field("compile_s", &RunPhases::compile_s),
+                                              optional_field("training_s", &RunPhases::training_s),
+                                              optional_field("checkpoint_s", &RunPhases::checkpoint_s),
+                                              optional_field("teardown_s", &RunPhases::teardown_s),
+                                              optional_field("compile_apart", &RunPhases::compile_apart));
+constexpr auto kCompileCacheFields = std::make_tuple(
+    optional_field("hits", &CompileCacheUse::hits), optional_field("misses", &CompileCacheUse::misses),
+    field("train_step_hit", &CompileCacheUse::train_step_hit));
+
+J phases_json(const RunPhases& p) {
+  J j = J::object();
+  write_fields(j, p, kPhaseFields);
+  write_fields(j["compile_cache"] = J::object(), p.cache, kCompileCacheFields);
+  return j;
+}
+
+RunPhases read_phases(const In& in) {
+  RunPhases p;
+  read_fields(in, p, kPhaseFields);
+  if (in.has("compile_cache")) read_fields(in.object("compile_cache"), p.cache, kCompileCacheFields);
+  return p;
+}
+
 J run_json(const RunRecord& o) {
   J j = J::object();
   write_fields(j, o, kRunFields);
@@ -54,6 +78,7 @@ J run_json(const RunRecord& o) {
     J& nj = nodes.emplace_back(J::object());
     write_fields(nj, n, kNodeRunFields);
     if (n.telemetry) nj["telemetry"] = to_json(*n.telemetry);
+    if (n.phases) nj["phases"] = phases_json(*n.phases);
   }
   j["nodes"] = nodes;
   if (o.maxtext_yaml) j["maxtext_yaml"] = *o.maxtext_yaml;
@@ -223,6 +248,7 @@ RunRecord read_run(const In& in) {
     NodeRunRecord& r = o.nodes.emplace_back();
     read_fields(n, r, kNodeRunFields);
     if (n.has("telemetry")) r.telemetry = telemetry_from_json(n.object("telemetry"));
+    if (n.has("phases")) r.phases = read_phases(n.object("phases"));
   }
   o.maxtext_yaml = in.opt_str("maxtext_yaml");
   return o;
@@ -684,6 +710,21 @@ nlohmann::ordered_json to_json(const SteadyStateRecord& st) {
     steady["missing"] = miss;
   }
   return steady;
+}
+
+PhaseTotals session_phases(const Results& r) {
+  PhaseTotals t;
+  const auto add = [&](const RunRecord& run) {
+    if (!run.nodes.empty() && run.nodes.front().phases) t.add(*run.nodes.front().phases);
+  };
+  if (r.smoke) add(*r.smoke);
+  for (const auto& [key, sweep] : r.sweeps)
+    if (sweep.status != SweepStatus::NotRun) add(sweep.run);
+  if (r.checkpoint) {
+    add(r.checkpoint->phase1);
+    if (r.checkpoint->phase2) add(*r.checkpoint->phase2);
+  }
+  return t;
 }
 
 }  // namespace cvs

@@ -15,6 +15,7 @@
 
 #include "cvs/catalog/node_state.hpp"
 #include "cvs/catalog/outcome.hpp"
+#include "cvs/logs/run_timeline.hpp"
 #include "cvs/results/compare.hpp"
 #include "cvs/results/telemetry_record.hpp"
 
@@ -50,6 +51,7 @@ struct NodeRunRecord {
   std::optional<long long> last_step;
   std::size_t errors = 0;
   std::optional<NodeTelemetry> telemetry;  // what its sampler saw during the run
+  std::optional<RunPhases> phases;         // where its time went, from its log (logs/run_timeline.hpp)
 };
 
 // One training run (a sweep's, the smoke's, a checkpoint phase's).
@@ -245,6 +247,10 @@ struct Results {
   std::vector<std::pair<Outcome, int>> counts() const;
   const SweepRecord* sweep(const std::string& key) const;
 };
+
+// Where a session's runs spent their time: the head node's phases of its smoke, sweeps and
+// checkpoint phases, summed (other_s 0: the session's wall time is its caller's).
+PhaseTotals session_phases(const Results& r);
 
 nlohmann::ordered_json to_json(const Results& r);
 // Throws ConfigError (file, JSON pointer, fix) for a document that is not a results.json of

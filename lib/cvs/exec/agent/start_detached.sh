@@ -26,7 +26,16 @@ b=${rcf%/*}
 c=${pidf%/*}
 mkdir -p "${a:-/}" "${b:-/}" "${c:-/}" || exit 18
 rm -f "$rcf"
+# The log's first and last lines mark the run's start and exit on the node's clock, in glog's
+# header form as MaxText's lines are (logs/run_timeline.hpp: the run's phases), the exit's before
+# the exit code is recorded: a stream that sees the code has the mark.
 # shellcheck disable=SC2016 # $1 and $@ belong to the inner sh
-setsid sh -c 'rcf=$1; shift; "$@"; echo $? > "$rcf"' cvs-run "$rcf" "$@" >"$log" 2>&1 </dev/null &
+# A last line the run left unfinished is ended first: the mark is a line of its own.
+setsid sh -c 'rcf=$1; log=$2; shift 2
+  echo "$(date "+I%m%d %H:%M:%S.%N") cvs-run: started"
+  "$@"; rc=$?
+  [ -n "$(tail -c 1 "$log")" ] && echo
+  echo "$(date "+I%m%d %H:%M:%S.%N") cvs-run: exited $rc"
+  echo $rc > "$rcf"' cvs-run "$rcf" "$log" "$@" >"$log" 2>&1 </dev/null &
 echo $! >"$pidf"
 echo $!

@@ -14,6 +14,9 @@ tel=${8:-}
 toff=${9:-0}
 opened=0
 topened=0
+slices=0
+whole=${iv%%.*}
+case $whole in '' | *[!0-9]*) ;; *) slices=$((whole * 4)) ;; esac
 exec 4<&0
 # The stop reader: a background list reads the controller's lines from fd 4 (its own stdin is
 # /dev/null by POSIX rule), stops the run, and wakes the main loop (USR1 ends its wait) for the
@@ -106,9 +109,17 @@ while :; do
   esac
   # A USR1 that came while busy skips the sleep; one that comes during it ends the wait. The
   # sleeps hold none of the stream's pipes or files: the stream ends when its loop does.
+  # An interval of a second or more is slept in quarters that end early when the run's exit code
+  # appears: its final frame goes at once, not up to an interval after the exit.
   if [ "$n" -lt "$max" ] && [ $woke = 0 ]; then
-    # shellcheck disable=SC2217 # closes the stream's pipes and the log for the sleep
-    sleep "$iv" </dev/null >/dev/null 2>&1 3<&- 4<&- 6<&- &
+    if [ "$slices" -gt 0 ]; then
+      # shellcheck disable=SC2217 # closes the stream's pipes and the log for the sleep
+      (i=0; while [ $i -lt "$slices" ] && [ ! -s "$rcf" ]; do sleep 0.25; i=$((i + 1)); done) \
+        </dev/null >/dev/null 2>&1 3<&- 4<&- 6<&- &
+    else
+      # shellcheck disable=SC2217 # closes the stream's pipes and the log for the sleep
+      sleep "$iv" </dev/null >/dev/null 2>&1 3<&- 4<&- 6<&- &
+    fi
     s=$!
     [ $woke = 0 ] && wait $s
     kill $s 2>/dev/null
