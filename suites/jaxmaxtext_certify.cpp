@@ -15,6 +15,7 @@
 // certified, 1 not (or incomplete: budget, Ctrl-C), 2 bad input, 3 infrastructure.
 #include <spdlog/spdlog.h>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
@@ -97,6 +98,18 @@ void print_summary(const cvs::Certificate& c, const fs::path& out) {
               << (t.state == cvs::TierState::Decided ? to_string(t.outcome, "?") : to_string(t.state))
               << (t.summary.empty() ? "" : "  " + t.summary)
               << (t.why_not_run.empty() ? "" : "  " + t.why_not_run) << "\n";
+  // Where the node-minutes went, each tier's and the whole's (the runs' logs: run_timeline.hpp).
+  cvs::PhaseTotals all;
+  double minutes = 0;
+  for (const auto& t : c.tiers) {
+    all.add(t.phases, 1);
+    minutes += t.node_minutes;
+    if (const auto w = t.phases.words(); !w.empty())
+      std::cout << "  " << to_string(t.kind) << " time: " << fmt::format("{:.1f}", t.node_minutes)
+                << " node-minute(s): " << w << "\n";
+  }
+  if (const auto w = all.words(); !w.empty())
+    std::cout << "time: " << fmt::format("{:.1f}", minutes) << " node-minute(s): " << w << "\n";
   const char* word = c.verdict == cvs::Verdict::Certified ? "CERTIFIED " : "healthy   ";
   for (const auto& n : c.certified) std::cout << word << n << "\n";
   for (const auto& e : c.excluded)

@@ -48,6 +48,34 @@ std::string tiers_table(const Certificate& c) {
   return h + "</table>";
 }
 
+// Where each tier's node-minutes went (its runs' phases, from their logs), and what each ran.
+std::string time_table(const Certificate& c) {
+  PhaseTotals all;
+  std::string rows;
+  const auto row = [](const std::string& name, const PhaseTotals& p, const std::string& ran) {
+    const auto m = [](double s) { return fmt::format("{:.2f}", s / 60); };
+    return fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0f} %</td>"
+        "<td>{} of {}</td><td>{}</td></tr>",
+        esc(name), m(p.training_s), m(p.startup_s), m(p.compile_s), m(p.checkpoint_s), m(p.teardown_s),
+        m(p.other_s), p.training_share() * 100, p.train_step_from_cache, p.runs, esc(ran));
+  };
+  for (const auto& t : c.tiers) {
+    if (t.phases.runs == 0) continue;
+    all.add(t.phases, 1);
+    rows += row(to_string(t.kind), t.phases, t.ran);
+  }
+  if (all.runs == 0) return "";
+  return "<h2>Where the time went</h2><p>Node-minutes of each tier's runs by phase, from their logs: "
+         "start-up "
+         "(imports, JAX and model init), compile (XLA, before the first step), training (stepping), "
+         "checkpoint I/O, teardown; other is the runs' time their logs leave out (setup probe, containers, "
+         "the controller). Cached: runs whose train step compiled from the persistent cache.</p>"
+         "<table><tr><th>Tier</th><th>Training</th><th>Start-up</th><th>Compile</th><th>Checkpoint I/O</th>"
+         "<th>Teardown</th><th>Other</th><th>Training share</th><th>Cached</th><th>Ran</th></tr>" +
+         rows + row("all", all, "") + "</table>";
+}
+
 std::string ladder_table(const Certificate& c) {
   const auto* t = c.tier(TierKind::Scale);
   if (!t || t->rungs.empty()) return "";
@@ -122,7 +150,7 @@ std::string render_certificate_html(const Certificate& c) {
     return s.empty() ? std::string("none") : s;
   }());
   h += "<h2>Excluded</h2>" + excluded_table(c);
-  h += "<h2>Tiers</h2>" + tiers_table(c) + ladder_table(c) + inputs_table(c);
+  h += "<h2>Tiers</h2>" + tiers_table(c) + time_table(c) + ladder_table(c) + inputs_table(c);
   h += fmt::format("<p>cvs-maxtext {} (commit {}), {} to {}.</p></body></html>\n", esc(c.tool_version),
                    esc(c.git_commit), esc(c.started_at), esc(c.ended_at));
   return h;

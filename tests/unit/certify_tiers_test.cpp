@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "cvs/catalog/stage_names.hpp"
 #include "cvs/certify/tiers.hpp"
 #include "test_helpers.hpp"
 
@@ -40,8 +41,10 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
   std::set<std::size_t> rung_without_interval_once;  // its first run has too few steady steps
   std::map<std::size_t, std::string> rung_fails;     // a rung's run fails its own gates, no figure
   std::string interrupt_in;                          // a folder name: Ctrl-C arrives in its runs
+  std::set<std::string> checkpoint_fails;            // its checkpoint save and resume fails
   bool stopped = false;
-  std::vector<std::string> calls;  // "<folder>: a b c" per call
+  std::vector<std::string> calls;    // "<folder>: a b c" per call
+  std::vector<std::string> filters;  // each call's --gtest_filter ("" none)
 
   FleetNode training(const std::string& name, double v) const {
     FleetNode n;
@@ -53,12 +56,23 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
     n.intervals[tok] = {0.99 * v, 1.01 * v};
     n.seconds = 60;
     n.steps = 100;
+    n.phases.startup_s = 25;  // a run's phases as its logs would give them (other: none)
+    n.phases.compile_s = 5;
+    n.phases.training_s = 25;
+    n.phases.teardown_s = 5;
+    n.phases.runs = 1;
     return n;
+  }
+  static std::string filter_in(const cvs::fleet::NodeRuns& spec) {
+    for (const auto& a : spec.args)
+      if (a.rfind("--gtest_filter=", 0) == 0) return a.substr(15);
+    return "";
   }
   void note(const cvs::fleet::NodeRuns& spec, const std::vector<std::string>& names) {
     std::string line = spec.root.filename().string() + ":";
     for (const auto& n : names) line += " " + n;
     calls.push_back(line);
+    filters.push_back(filter_in(spec));
     if (!interrupt_in.empty() && spec.root.filename() == interrupt_in) stopped = true;
   }
   std::vector<FleetNode> each(const cvs::fleet::NodeRuns& spec,
@@ -66,9 +80,27 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
     std::vector<std::string> names;
     for (const auto& n : nodes) names.push_back(n.name);
     note(spec, names);
-    const bool setup = !spec.args.empty() && spec.args.back().rfind("--gtest_filter=test_setup", 0) == 0;
+    namespace st = cvs::stage_names;
+    const auto filter = filter_in(spec);
+    const bool setup =
+        filter == st::filter_of({st::kSetup}) || filter == st::filter_of({st::kSetup, st::kSetupRdma});
+    const bool checkpoint = filter.find(st::kCheckpoint) != std::string::npos;
     std::vector<FleetNode> out;
     for (const auto& name : names) {
+      if (checkpoint) {
+        FleetNode n;
+        n.name = name;
+        n.status = checkpoint_fails.count(name) ? Outcome::Fail : Outcome::Pass;
+        n.failure =
+            checkpoint_fails.count(name) ? "checkpoint_resume.save_and_resume: no checkpoint was saved" : "";
+        n.seconds = 30;
+        n.phases.startup_s = 10;
+        n.phases.checkpoint_s = 10;
+        n.phases.training_s = 10;
+        n.phases.runs = 2;
+        out.push_back(n);
+        continue;
+      }
       if (setup) {
         FleetNode n;
         n.name = name;
@@ -214,6 +246,59 @@ TEST(CertifyTiers, ANodeWhoseSetupFailsIsExcludedAtPreflightAndRunsNothingElse) 
   EXPECT_EQ(c.sim.calls, (std::vector<std::string>{"setup: a b c d", "nodes: a b d"}));
   EXPECT_EQ(c.in.certificate.verdict, cvs::Verdict::NotCertified);
   EXPECT_EQ(c.in.certificate.certified, (std::vector<std::string>{"a", "b", "d"}));
+}
+
+// The nodes tier's question is speed: every node runs the setup and the sweeps' training and gates
+// (no smoke, no checkpoint); the checkpoint save and resume runs once, on the first healthy node.
+// The tier's node-minutes by phase add up its runs', in certificate.json too.
+TEST(CertifyTiers, TheNodesTierRunsTheSpeedStagesOnEveryNodeAndTheCheckpointOnceOnOne) {
+  namespace st = cvs::stage_names;
+  Certification c({TierKind::Preflight, TierKind::Nodes}, "ckonce");
+  c.in.distributed_config.clear();
+  c.in.checkpoint_resume = true;
+  EXPECT_EQ(c.run(), 0) << c.in.certificate.verdict_reason;
+  EXPECT_EQ(c.sim.calls, (std::vector<std::string>{"setup: a b c d", "nodes: a b c d", "checkpoint: a"}));
+  EXPECT_EQ(c.sim.filters[1], st::filter_of({st::kSetup, st::kTrainingRun, st::kMetric}));
+  EXPECT_EQ(c.sim.filters[2], st::filter_of({st::kSetup, st::kCheckpoint}));
+  const auto& nodes = c.tier(TierKind::Nodes);
+  EXPECT_NE(nodes.ran.find("the checkpoint save and resume once, on a (PASS)"), std::string::npos)
+      << nodes.ran;
+  EXPECT_EQ(nodes.phases.runs, 4 + 2);
+  EXPECT_DOUBLE_EQ(nodes.phases.training_s, 4 * 25 + 10);
+  EXPECT_DOUBLE_EQ(nodes.phases.checkpoint_s, 10);
+  EXPECT_DOUBLE_EQ(nodes.node_minutes, (4 * 60 + 30) / 60.0);
+  EXPECT_NEAR(nodes.phases.training_share(), 110.0 / 270, 1e-9);
+  const auto kept = *c.written().tier(TierKind::Nodes);
+  EXPECT_NEAR(kept.phases.training_s, nodes.phases.training_s, 0.06) << "kept in node-minutes to 3 places";
+  EXPECT_EQ(kept.phases.runs, 6);
+  EXPECT_EQ(kept.ran, nodes.ran);
+}
+
+TEST(CertifyTiers, AFailedCheckpointExcludesItsNodeInItsWords) {
+  Certification c({TierKind::Preflight, TierKind::Nodes}, "ckfail");
+  c.in.distributed_config.clear();
+  c.in.checkpoint_resume = true;
+  c.sim.checkpoint_fails = {"a"};
+  EXPECT_EQ(c.run(), 1);
+  const auto& nodes = c.tier(TierKind::Nodes);
+  EXPECT_EQ(excluded(nodes), std::vector<std::string>{"a"});
+  EXPECT_NE(
+      nodes.excluded[0].evidence.find("checkpoint save and resume: checkpoint_resume.save_and_resume: no "
+                                      "checkpoint was saved"),
+      std::string::npos)
+      << nodes.excluded[0].evidence;
+  EXPECT_EQ(c.in.certificate.certified, (std::vector<std::string>{"b", "c", "d"}));
+}
+
+TEST(CertifyTiers, AUsersFilterKeepsItsStagesOnEveryNodeAndNoCheckpointRunOfItsOwn) {
+  Certification c({TierKind::Preflight, TierKind::Nodes}, "ckfilter");
+  c.in.distributed_config.clear();
+  c.in.checkpoint_resume = true;
+  c.o.suite_args = {"--gtest_filter=test_setup.*:sweep/test_training_run.*"};
+  EXPECT_EQ(c.run(), 0);
+  EXPECT_EQ(c.sim.calls, (std::vector<std::string>{"setup: a b c d", "nodes: a b c d"}));
+  EXPECT_EQ(c.sim.filters[1], "test_setup.*:sweep/test_training_run.*");
+  EXPECT_EQ(c.tier(TierKind::Nodes).ran, "the stages the --gtest_filter keeps, on every node");
 }
 
 // A node slow on speed alone runs once more: slow again, it is excluded with both runs' word; a

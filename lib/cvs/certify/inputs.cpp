@@ -194,6 +194,7 @@ Inputs load_inputs(Options& o) {
                       "drop --drain, or use a cluster file with \"scheduler\": \"slurm\"");
   const auto single = load_mode(o.config, in.cluster, Mode::Single, "--config");
   in.confidence = single.statistics.confidence;
+  in.checkpoint_resume = single.checkpoint_resume.enabled;
   std::optional<SuiteConfig> dist;
   if (!o.distributed_config.empty())
     dist = load_mode(o.distributed_config, in.cluster, Mode::Distributed, "--distributed-config");

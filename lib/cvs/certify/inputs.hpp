@@ -34,8 +34,9 @@ struct Inputs {
   std::filesystem::path single_config, distributed_config;  // the copies in <output>/inputs
   std::string first_sweep;                                  // the distributed config's first run
   long long distributed_steps = 0;                          // its configured steps
-  double confidence = 0.95;  // the single config's statistics.confidence: its runs' intervals
-  Certificate certificate;   // new, or the one --resume continues
+  double confidence = 0.95;        // the single config's statistics.confidence: its runs' intervals
+  bool checkpoint_resume = false;  // the single config's checkpoint_resume.enabled: run once, on one node
+  Certificate certificate;         // new, or the one --resume continues
 };
 
 // Every check before any node runs (ConfigError, exit 2): the cluster file, the configs and their

@@ -40,6 +40,7 @@ FleetNode read_run(const std::string& name, const ProcResult& result, const fs::
   auto n = read_fleet_node(name, dir / "report" / "results.json");
   if (!n.status) n.failure = result.describe() + " (" + n.failure + ")";
   n.seconds = result.seconds;
+  n.phases.other_s = std::max(0.0, n.seconds - n.phases.total_s());
   return n;
 }
 
@@ -155,6 +156,9 @@ void read_pair(PairRun& p, const ProcResult& result, const fs::path& dir) {
   p.status = n.status;
   p.seconds += result.seconds;
   p.steps += n.steps * 2;  // two nodes
+  auto phases = n.phases;
+  phases.other_s = std::max(0.0, result.seconds - phases.total_s());
+  p.phases.add(phases, 1);
   p.failure = !n.status ? result.describe() + " (" + n.failure + ")" : n.failure;
   for (const auto& [figure, v] : n.figures)
     if (figure.metric == "step_time_p50_ms" && !figure.is_probe()) {

@@ -37,6 +37,11 @@ fs::path Certification::tier_dir(TierKind k) const {
   return d;
 }
 
+bool Certification::user_filter() const {
+  return std::any_of(o.suite_args.begin(), o.suite_args.end(),
+                     [](const std::string& a) { return a.rfind("--gtest_filter", 0) == 0; });
+}
+
 std::vector<std::string> Certification::args(const std::string& filter) const {
   std::vector<std::string> a;
   for (const auto& x : o.suite_args)
@@ -65,6 +70,7 @@ void account(TierRecord& t, const std::vector<FleetNode>& runs) {
   for (const auto& n : runs) {
     t.node_minutes += n.seconds / 60;
     t.node_steps += n.steps;
+    t.phases.add(n.phases, 1);
   }
 }
 
@@ -157,13 +163,48 @@ std::string power_words(TierRecord& t, const std::vector<FleetNode>& runs, const
                      *t.detection_power_pct, t.detection_power_figure, best->nodes);
 }
 
-// Nodes: fleet mode's per-node runs and scoring; a suspect on speed alone runs once more.
+bool is_excluded(const TierRecord& t, const std::string& node) {
+  return std::any_of(t.excluded.begin(), t.excluded.end(),
+                     [&](const Exclusion& e) { return e.node == node; });
+}
+
+// The checkpoint save and resume, once per certification: on the first node the speed runs left
+// healthy, after them (a node whose save or resume fails is excluded with its words).
+void checkpoint_once(Certification& c, TierRecord& t, const std::vector<FleetNode>& runs) {
+  const auto it = std::find_if(runs.begin(), runs.end(), [&](const FleetNode& n) {
+    return n.status == Outcome::Pass && !is_excluded(t, n.name);
+  });
+  if (it == runs.end()) {
+    t.ran += "; no checkpoint save and resume (no healthy node left)";
+    return;
+  }
+  const auto spec =
+      c.spec("jaxmaxtext_single", c.in.single_config, fs::path(t.dir) / "checkpoint",
+             stage_names::filter_of({stage_names::kSetup, stage_names::kCheckpoint}), "certify checkpoint");
+  const auto ck = c.runner.each(spec, {fleet::node_named(c.in.cluster, it->name)});
+  account(t, ck);
+  const auto& n = ck.front();
+  t.ran +=
+      "; the checkpoint save and resume once, on " + n.name + " (" + to_string(n.status, "no results") + ")";
+  if (n.status != Outcome::Pass) exclude(t, n.name, "checkpoint save and resume: " + n.failure);
+}
+
+// Nodes: fleet mode's per-node runs and scoring; a suspect on speed alone runs once more. Its
+// question is each node's speed: every node runs the setup, the sweeps' training and their gates
+// (no smoke: every sweep's first steps are one; no checkpoint: checkpoint_once), unless the
+// user's --gtest_filter says which stages.
 class NodesTier final : public Tier {
  public:
   TierKind kind() const override { return TierKind::Nodes; }
   void run(Certification& c, TierRecord& t) const override {
     const auto nodes = c.healthy_nodes();
-    auto spec = c.spec("jaxmaxtext_single", c.in.single_config, t.dir, "", "certify nodes");
+    const bool own = c.user_filter();
+    const auto filter =
+        own ? ""
+            : stage_names::filter_of({stage_names::kSetup, stage_names::kTrainingRun, stage_names::kMetric});
+    t.ran = own ? "the stages the --gtest_filter keeps, on every node"
+                : "the setup, the sweeps' training and gates on every node";
+    auto spec = c.spec("jaxmaxtext_single", c.in.single_config, t.dir, filter, "certify nodes");
     spec.thresholds = c.o.baseline;
     const auto t0 = Clock::now();
     auto runs = c.runner.each(spec, nodes);
@@ -193,6 +234,7 @@ class NodesTier final : public Tier {
         ev += " (slow again when run once more)";
       exclude(t, ns.name, ev);
     }
+    if (!own && c.in.checkpoint_resume && !c.runner.interrupted()) checkpoint_once(c, t, runs);
     t.outcome = outcome_of(runs, t);
     t.summary = std::to_string(nodes.size() - t.excluded.size()) + " of " + std::to_string(nodes.size()) +
                 " node(s) healthy" + (score.too_small ? " (too few passing runs to score the fleet)" : "") +
@@ -218,6 +260,7 @@ class LinksTier final : public Tier {
     for (const auto& p : pairs.runs) {
       t.node_minutes += 2 * p.seconds / 60;
       t.node_steps += p.steps;
+      t.phases.add(p.phases, 2);
       any = any || p.status.has_value();
     }
     for (const auto& [node, ev] : pairs.suspects) exclude(t, node, ev);
@@ -271,6 +314,7 @@ void ScaleTier::run_once(Certification& c, const std::vector<Node>& nodes, bool 
   if (auto it = n.intervals.find(key); it != n.intervals.end()) g.interval = it->second;
   g.seconds += n.seconds;
   g.steps += n.steps * static_cast<long long>(k);
+  g.phases.add(n.phases, 1);  // other_s: the runner's (suite_runs)
   spdlog::info("certify scale: {} node(s) ended {}, {} tok/s/GPU{}", k,
                to_string(n.status, "without results"), short_number(g.tok_s_per_gpu),
                g.interval ? "" : " (no steady-state interval)");
@@ -337,6 +381,7 @@ void ScaleTier::run(Certification& c, TierRecord& t) const {
   for (const auto& g : t.rungs) {
     t.node_minutes += g.seconds * static_cast<double>(g.nodes) / 60;
     t.node_steps += g.steps;
+    t.phases.add(g.phases, static_cast<double>(g.nodes));
     words += (words.empty() ? "" : "; ") + rung_words(g);
     if (g.verdict == Outcome::Fail && g.efficiency_pct && named.empty()) named = std::to_string(g.nodes);
     worst = worst_of(worst, g.verdict);  // the one order (catalog/outcome.hpp)
@@ -354,9 +399,11 @@ void reset(TierRecord& t) {
   t.why_not_run.clear();
   t.excluded.clear();
   t.reruns.clear();
+  t.ran.clear();
   t.rungs.clear();
   t.node_minutes = 0;
   t.node_steps = 0;
+  t.phases = {};
 }
 
 void run_tier(Certification& c, const Tier& tier, TierRecord& t) {
@@ -380,6 +427,8 @@ void run_tier(Certification& c, const Tier& tier, TierRecord& t) {
   }
   t.state = TierState::Decided;
   spdlog::info("certify: {} tier {}: {}", to_string(t.kind), to_string(t.outcome, "?"), t.summary);
+  if (const auto w = t.phases.words(); !w.empty())
+    spdlog::info("certify: {} tier's {:.1f} node-minute(s): {}", to_string(t.kind), t.node_minutes, w);
 }
 
 // "" when the tier fits what is left of the budget, else why not (and no tier after it starts).

@@ -100,13 +100,41 @@ Rung rung_from(const JsonIn& in) {
 constexpr auto kTierFields = std::make_tuple(
     field("summary", &TierRecord::summary), field("why_not_run", &TierRecord::why_not_run),
     field("nodes_in", &TierRecord::nodes_in), field("reruns", &TierRecord::reruns),
-    field("started_at", &TierRecord::started_at), field("ended_at", &TierRecord::ended_at),
-    field("seconds", &TierRecord::seconds), field("node_minutes", &TierRecord::node_minutes),
-    field("node_steps", &TierRecord::node_steps), field("dir", &TierRecord::dir),
+    optional_field("ran", &TierRecord::ran), field("started_at", &TierRecord::started_at),
+    field("ended_at", &TierRecord::ended_at), field("seconds", &TierRecord::seconds),
+    field("node_minutes", &TierRecord::node_minutes), field("node_steps", &TierRecord::node_steps),
+    field("dir", &TierRecord::dir),
     optional_field("run_seconds", &TierRecord::run_seconds),  // certificates before it: no estimate
     optional_field("budget_minutes", &TierRecord::budget_minutes),
     optional_field("detection_power_pct", &TierRecord::detection_power_pct),
     optional_field("detection_power_figure", &TierRecord::detection_power_figure));
+
+// A tier's phases in node-minutes, its training share, and the compile cache's part.
+J phases_json(const PhaseTotals& p) {
+  const auto m = [](double s) { return std::round(s / 60 * 1000) / 1000; };
+  return {{"startup", m(p.startup_s)},
+          {"compile", m(p.compile_s)},
+          {"training", m(p.training_s)},
+          {"checkpoint", m(p.checkpoint_s)},
+          {"teardown", m(p.teardown_s)},
+          {"other", m(p.other_s)},
+          {"training_share_pct", std::round(p.training_share() * 1000) / 10},
+          {"runs", p.runs},
+          {"train_step_from_cache", p.train_step_from_cache}};
+}
+
+PhaseTotals phases_from(const JsonIn& in) {
+  PhaseTotals p;
+  p.startup_s = in.num("startup") * 60;
+  p.compile_s = in.num("compile") * 60;
+  p.training_s = in.num("training") * 60;
+  p.checkpoint_s = in.num("checkpoint") * 60;
+  p.teardown_s = in.num("teardown") * 60;
+  p.other_s = in.num("other") * 60;
+  p.runs = in.integer<int>("runs");
+  p.train_step_from_cache = in.integer<int>("train_step_from_cache");
+  return p;
+}
 
 J tier_json(const TierRecord& t) {
   J j = {{"tier", to_string(t.kind)}, {"state", to_string(t.state)}, {"outcome", to_string(t.outcome, "")}};
@@ -115,6 +143,7 @@ J tier_json(const TierRecord& t) {
   J rungs = J::array();
   for (const auto& r : t.rungs) rungs.push_back(rung_json(r));
   j["rungs"] = rungs;
+  j["phase_node_minutes"] = phases_json(t.phases);
   return j;
 }
 
@@ -128,6 +157,7 @@ TierRecord tier_from(const JsonIn& in) {
   in.at("rungs");
   for (std::size_t i = 0; i < in.array("rungs").size(); ++i)
     t.rungs.push_back(rung_from(in.element("rungs", i)));
+  if (in.has("phase_node_minutes")) t.phases = phases_from(in.object("phase_node_minutes"));  // older: none
   return t;
 }
 
@@ -317,14 +347,17 @@ J to_json(const Certificate& c) {
   J tiers = J::array();
   double node_minutes = 0;
   long long node_steps = 0;
+  PhaseTotals phases;
   for (const auto& t : c.tiers) {
     tiers.push_back(tier_json(t));
     node_minutes += t.node_minutes;
     node_steps += t.node_steps;
+    phases.add(t.phases, 1);
   }
   j["tiers"] = tiers;
   j["node_minutes"] = node_minutes;
   j["node_steps"] = node_steps;
+  j["phase_node_minutes"] = phases_json(phases);
   j["drain_commands"] = c.drain_commands;
   return j;
 }

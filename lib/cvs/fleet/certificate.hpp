@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cvs/catalog/outcome.hpp"
+#include "cvs/logs/run_timeline.hpp"
 
 namespace cvs {
 
@@ -52,6 +53,7 @@ struct Rung {
   Outcome verdict = Outcome::Inconclusive;
   double seconds = 0;
   long long steps = 0;
+  PhaseTotals phases;  // its runs' (the head's): node-seconds of one node
 };
 
 struct TierRecord {
@@ -63,7 +65,10 @@ struct TierRecord {
   std::vector<std::string> nodes_in;  // the nodes it started with
   std::vector<Exclusion> excluded;
   std::vector<std::string> reruns;  // nodes run once more (speed only)
-  std::vector<Rung> rungs;          // scale
+  // What its runs were: the stages each node ran ("test_setup, sweep/test_training_run, ...") and
+  // any run of its own (the checkpoint save and resume, once, on one node).
+  std::string ran;
+  std::vector<Rung> rungs;  // scale
   std::string started_at, ended_at;
   double seconds = 0;
   double node_minutes = 0;   // node-seconds of its runs / 60
@@ -77,6 +82,9 @@ struct TierRecord {
   // power from the figures it measured (fleet/fleet.hpp: detection_power), over its sweeps' tokens/s.
   std::optional<double> detection_power_pct;
   std::string detection_power_figure;  // the sweep and metric it was best on
+  // Where its node-minutes went: its runs' phases from their logs (logs/run_timeline.hpp), times
+  // their nodes; other is the runs' time the logs leave out.
+  PhaseTotals phases;
 };
 
 struct CertificateInputs {

@@ -82,7 +82,7 @@ struct FleetNode {
   long long steps = 0;                                       // the training steps its sweeps ran
   // Where its runs' time went (the head node's logs: smoke, sweeps, checkpoint phases); other_s is
   // set by whoever times the whole (suite_runs: seconds less the phases).
-  PhaseTotals phases;
+  PhaseTotals phases = {};
 };
 
 struct FleetEvidence {

@@ -37,6 +37,7 @@ struct PairRun {
   double first_ms = std::numeric_limits<double>::quiet_NaN();  // the first try's, when tried twice
   double seconds = 0;                                          // wall time of its runs
   long long steps = 0;                                         // training steps of its runs
+  PhaseTotals phases;  // its runs' (the head's), node-seconds of one node
   bool ran() const { return status == Outcome::Pass && step_ms > 0; }
 };
 
