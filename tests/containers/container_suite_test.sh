@@ -3,6 +3,8 @@
 # CPU default: the Environment owns the lifecycle, whatever the filter; nothing is left behind.
 #   container_suite_test.sh SCENARIO ENGINE BUILD_DIR OUT_DIR
 # SCENARIO: pass (the whole suite) | filter (one sweep's training run, no test_setup) |
+#           cache (one sweep's training run twice: the second's train step compiles from the
+#           compile cache, paths.compile_cache under a read-only volume: mounted writable itself) |
 #           nan (a diverging run: FAIL) | interrupt (Ctrl-C mid-run) |
 #           stale (SIGKILL mid-run, then a new session replaces the left container) |
 #           distributed (jaxmaxtext_distributed over the two netns ssh hosts, a podman engine each;
@@ -65,6 +67,32 @@ PY
     fi
     assert_gone "a PASS"
     echo "$engine: $scenario PASS, container launched once and removed" ;;
+  cache)
+    python3 "$here/container_config.py" "$single" "$out/config.json" "$engine" --name "$name" --one-sweep
+    # Under the checkout's read-only volume: the runtime mounts the cache writable (and creates it).
+    python3 - "$out/config.json" "$out/jax_compile" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["paths"]["compile_cache"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"), indent=1)
+PY
+    for k in 1 2; do
+      rc=0
+      "$suite" --config "$out/config.json" --output "$out/session$k" "${budget[@]}" \
+        --gtest_filter='sweep/test_training_run.*' >"$out/suite.log" 2>&1 || rc=$?
+      [[ $rc -eq 0 ]] || fail "run $k: exit $rc"
+    done
+    ls "$out/jax_compile" | grep -q '^jit_train_step' || fail "no train step in the cache on the host: $(ls -a "$out/jax_compile")"
+    python3 - "$out/session1/results.json" "$out/session2/results.json" <<'PY' || fail "the second run's compile"
+import json, sys
+p = [next(iter(json.load(open(f))["sweeps"].values()))["run"]["nodes"][0]["phases"] for f in sys.argv[1:]]
+assert p[0]["compile_cache"]["train_step_hit"] is False, p[0]
+assert p[1]["compile_cache"]["train_step_hit"] is True, p[1]
+assert p[1]["compile_s"] < p[0]["compile_s"], (p[0]["compile_s"], p[1]["compile_s"])
+print(f"compile {p[0]['compile_s']:.2f} s, then {p[1]['compile_s']:.2f} s from the cache")
+PY
+    assert_gone "two runs"
+    echo "$engine: the second run's train step compiled from the cache in the container" ;;
   nan)
     python3 "$here/container_config.py" "$single" "$out/config.json" "$engine" --name "$name" --one-sweep --nan
     rc=0

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cvs/config/cluster.hpp"
+#include "cvs/config/maxtext_yaml.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/node_agent.hpp"
 #include "cvs/exec/process.hpp"
@@ -84,6 +85,43 @@ TEST(Runtime, PodmanHasTheSameShapeButNoShmSizeWithHostIpc) {
             (Argv{"podman", "rm", "--force", "--time", "0", "rocm-jaxmaxtext-llama3.3-70b"}));
   j["container"]["runtime"]["args"]["ipc"] = "private";
   EXPECT_TRUE(has_pair(cvs::make_runtime(cvs::test::load_json(j))->launch_argv({}), "--shm-size", "256G"));
+}
+
+// JAX's compile cache (paths.compile_cache) reaches every run: MaxText's jax_cache_dir (unless the
+// config names its own), and in a container a writable mount at the same path unless a writable
+// volume of the config already holds it (created on the node first: host_dirs).
+TEST(Runtime, TheCompileCacheIsEveryRunsAndMountedWhereNoWritableVolumeHoldsIt) {
+  auto j = cvs::test::spec_example_untagged();
+  const auto with_cache = [&](const std::string& path) {
+    j["paths"]["compile_cache"] = path;
+    return cvs::test::load_json(j);
+  };
+  auto cfg = with_cache("/home/alice/cache/jax_compile");  // under the spec's /home/alice volume
+  const auto key = cfg.sweeps.front().key;
+  EXPECT_EQ(cvs::sweep_maxtext_config(cfg, key, "r", "/o")["jax_cache_dir"], "/home/alice/cache/jax_compile");
+  auto rt = cvs::make_runtime(cfg);
+  EXPECT_FALSE(has_pair(rt->launch_argv({}), "--volume",
+                        "/home/alice/cache/jax_compile:/home/alice/cache/jax_compile"));
+  EXPECT_TRUE(rt->host_dirs().empty());
+
+  rt = cvs::make_runtime(with_cache("/scratch/jax"));
+  EXPECT_TRUE(has_pair(rt->launch_argv({}), "--volume", "/scratch/jax:/scratch/jax"));
+  EXPECT_EQ(rt->host_dirs(), Argv{"/scratch/jax"});
+
+  for (auto& v : j["container"]["runtime"]["args"]["volumes"])
+    if (v == "/home/{user-id}:/home/{user-id}") v = "/home/{user-id}:/home/{user-id}:ro";
+  rt = cvs::make_runtime(with_cache("/home/alice/jc"));
+  EXPECT_TRUE(has_pair(rt->launch_argv({}), "--volume", "/home/alice/jc:/home/alice/jc"))
+      << "under a read-only volume";
+
+  cfg = with_cache("");
+  EXPECT_FALSE(cvs::sweep_maxtext_config(cfg, key, "r", "/o").contains("jax_cache_dir"))
+      << "MaxText's own default";
+  EXPECT_TRUE(cvs::make_runtime(cfg)->host_dirs().empty());
+  j["train_params"]["maxtext_config"]["jax_cache_dir"] = "/mine";
+  cfg = with_cache("/scratch/jax");
+  EXPECT_EQ(cvs::sweep_maxtext_config(cfg, key, "r", "/o")["jax_cache_dir"], "/mine")
+      << "the config's own wins";
 }
 
 TEST(Runtime, NvidiaGpusAreDockerGpusAndPodmanCdiDevices) {

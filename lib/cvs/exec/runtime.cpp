@@ -43,13 +43,17 @@ std::vector<std::string> ContainerRuntime::adjustments() const {
 
 bool ContainerRuntime::mounts_compile_cache() const {
   if (compile_cache_.empty()) return false;
-  for (const auto& vol : c_.args.volumes) {  // "SRC:DST[:OPTS]": a DST at or above the cache holds it
+  // "SRC:DST[:OPTS]": a writable volume whose DST is at or above the cache holds it; under a read-only
+  // one the cache gets a writable mount of its own.
+  for (const auto& vol : c_.args.volumes) {
     const auto a = vol.find(':');
     if (a == std::string::npos) continue;
     const auto b = vol.find(':', a + 1);
     std::string dst = vol.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+    const std::string opts = b == std::string::npos ? "" : "," + vol.substr(b + 1) + ",";
     while (dst.size() > 1 && dst.back() == '/') dst.pop_back();
-    if (compile_cache_ == dst || compile_cache_.rfind(dst == "/" ? dst : dst + "/", 0) == 0) return false;
+    const bool holds = compile_cache_ == dst || compile_cache_.rfind(dst == "/" ? dst : dst + "/", 0) == 0;
+    if (holds && opts.find(",ro,") == std::string::npos) return false;
   }
   return true;
 }
