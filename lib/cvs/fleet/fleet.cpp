@@ -18,6 +18,7 @@
 #include "cvs/config/json_in.hpp"
 #include "cvs/config/thresholds.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/step_stats.hpp"
 
 namespace cvs {
 namespace {
@@ -157,6 +158,22 @@ std::vector<std::string> FleetScore::healthy() const {
   return v;
 }
 
+namespace {
+
+// A figure's median and median absolute deviation over the fleet's values: what a node is scored
+// against (score_fleet) and what the detection power replays (flags_slowed).
+FigureStats stats_of(const std::vector<double>& v) {
+  FigureStats st;
+  st.median = median_of(v);
+  std::vector<double> dev;
+  for (const double x : v) dev.push_back(std::fabs(x - st.median));
+  st.mad = median_of(dev);
+  st.nodes = v.size();
+  return st;
+}
+
+}  // namespace
+
 FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& policy) {
   FleetScore s;
   std::map<FigureKey, std::vector<double>> values;
@@ -167,15 +184,7 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
       if (std::isfinite(v)) values[figure].push_back(v);
   }
   s.too_small = s.scored < policy.min_fleet;
-  for (const auto& [figure, v] : values) {
-    FigureStats st;
-    st.median = median_of(v);
-    std::vector<double> dev;
-    for (double x : v) dev.push_back(std::fabs(x - st.median));
-    st.mad = median_of(dev);
-    st.nodes = v.size();
-    s.figures[figure] = st;
-  }
+  for (const auto& [figure, v] : values) s.figures[figure] = stats_of(v);
   for (const auto& n : nodes) {
     NodeScore ns;
     ns.name = n.name;
@@ -208,15 +217,6 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
   return s;
 }
 
-double normal_quantile(double p) {
-  double lo = -10, hi = 10;  // P(Z <= z) = erfc(-z / sqrt 2) / 2, increasing: bisection to 1e-12
-  for (int k = 0; k < 80; ++k) {
-    const double mid = (lo + hi) / 2;
-    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
-  }
-  return (lo + hi) / 2;
-}
-
 namespace {
 
 // Would the rule flag a node `slowdown` slower than the median, measured `noise` worse than its
@@ -227,12 +227,7 @@ bool flags_slowed(const FigureKey& figure, std::vector<double> fleet, std::size_
   const double m0 = median_of(fleet);
   const double measured = m0 * (1 - side * slowdown) + side * noise;  // the unlucky side of its noise
   fleet[replace] = measured;
-  FigureStats st;
-  st.median = median_of(fleet);
-  std::vector<double> dev;
-  for (const double x : fleet) dev.push_back(std::fabs(x - st.median));
-  st.mad = median_of(dev);
-  st.nodes = fleet.size();
+  const FigureStats st = stats_of(fleet);
   // Its interval's end nearest the median must be beyond both bounds too (outlier()).
   return standing(figure, measured, st, policy).outlier &&
          standing(figure, measured + side * half_width, st, policy).outlier;

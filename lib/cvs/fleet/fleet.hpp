@@ -131,8 +131,6 @@ struct DetectionPower {
 std::optional<DetectionPower> detection_power(const std::vector<FleetNode>& nodes, const FigureKey& figure,
                                               const FleetPolicy& policy, double interval_confidence = 0.95,
                                               double power = 0.95);
-// The standard normal quantile: z with P(Z <= z) = p, 0 < p < 1.
-double normal_quantile(double p);
 
 // A node's run from its report folder's results.json (missing or unreadable: status "").
 FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& results_json);

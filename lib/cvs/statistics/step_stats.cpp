@@ -14,6 +14,10 @@
 #include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
+
+double normal_quantile(double p) {
+  return boost::math::quantile(boost::math::normal(), p);
+}
 namespace {
 
 // A series the statistics read in place: a std::vector<double>, or a window of a DecimalColumn
@@ -74,7 +78,7 @@ double t_quantile(double confidence, std::size_t df) {
 }
 
 double z_quantile(double confidence) {
-  return boost::math::quantile(boost::math::normal(), 1.0 - (1.0 - confidence) / 2.0);
+  return normal_quantile(1.0 - (1.0 - confidence) / 2.0);
 }
 
 double median_in_place(std::vector<double>& v) {

@@ -66,6 +66,9 @@ inline constexpr std::size_t kMinSteadySteps = 25;
 // outside the band (at most a third of the rest). x.size() when x has no more than kCompileCut.
 std::size_t warmup_end(const std::vector<double>& x);
 
+// The standard normal quantile: z with P(Z <= z) = p, 0 < p < 1 (Boost.Math).
+double normal_quantile(double p);
+
 // The interval of a series' mean (see the header comment), or why there is none.
 struct MeanInterval {
   std::optional<Interval> ci;
