@@ -24,6 +24,7 @@
 
 #include "cvs/base/utc_time.hpp"
 #include "cvs/certify/inputs.hpp"
+#include "cvs/certify/plan.hpp"
 #include "cvs/certify/runner.hpp"
 #include "cvs/certify/tiers.hpp"
 #include "cvs/config/config_error.hpp"
@@ -44,7 +45,8 @@ using cvs::certify::Options;
 
 namespace {
 
-Options parse_options(CLI::App& app, int argc, char** argv, cvs::report::ReporterOptions& reports) {
+Options parse_options(CLI::App& app, int argc, char** argv, cvs::report::ReporterOptions& reports,
+                      cvs::certify::PlanGuess& guess) {
   Options o;
   std::string cluster, config, dist, baseline, output, resume;
   app.allow_extras();
@@ -63,6 +65,15 @@ Options parse_options(CLI::App& app, int argc, char** argv, cvs::report::Reporte
   app.add_flag("--fixed-steps", o.fixed_steps,
                "benchmarks: every run its configured steps (on_inconclusive fail), no early stop");
   app.add_option("--resume", resume, "continue the certification in this folder (decided tiers are kept)");
+  app.add_flag(
+      "--plan", o.plan,
+      "print the tiers, their runs and the estimated minutes, node-minutes and GPU-hours (from the "
+      "history's last certification of this config and host count, else a guess), and start nothing");
+  app.add_option("--plan-startup-s", guess.startup_s,
+                 "--plan's guess of a run's start-up, compile and teardown")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--plan-step-s", guess.step_s, "--plan's guess of a training step's seconds")
+      ->check(CLI::NonNegativeNumber);
   cvs::fleet::add_policy_options(app, o.policy, o.max_parallel,
                                  "runs at once in a tier (default: every node)");
   app.add_option(
@@ -128,13 +139,26 @@ int main(int argc, char** argv) {
   Options o;
   cvs::certify::Inputs in;
   cvs::report::ReporterOptions reports;  // the certificate's files, the history record, the exports
+  cvs::certify::PlanGuess guess;
   if (auto rc = cvs::fleet::check_at_edge(app, "cvs certify", [&] {
-        o = parse_options(app, argc, argv, reports);
+        o = parse_options(app, argc, argv, reports, guess);
         cvs::fleet::check_suite_args("jaxmaxtext_single", o.suite_args);  // a typo runs nothing
         in = cvs::certify::load_inputs(o);  // every check before any node runs or anything is written
         reports.history = o.history;        // resolved: a resumed certification's own store
       }))
     return *rc;
+  if (o.plan)
+    return cvs::fleet::run_at_edge(
+        "cvs certify --plan",
+        [&] {
+          const auto store = cvs::history::Store::open(o.history);
+          const auto earlier = store ? store->certification_times(in.certificate.inputs.config_sha256,
+                                                                  static_cast<int>(in.cluster.nodes.size()))
+                                     : std::nullopt;
+          std::cout << to_text(cvs::certify::make_plan(o, in, earlier, guess));
+          return 0;
+        },
+        "");
   cvs::install_interrupt_handler();
   auto& cert = in.certificate;
   // Caught once, here: whatever a tier throws (a config it derives, a write on a full disk, a

@@ -82,7 +82,8 @@ PY
         --gtest_filter='sweep/test_training_run.*' >"$out/suite.log" 2>&1 || rc=$?
       [[ $rc -eq 0 ]] || fail "run $k: exit $rc"
     done
-    ls "$out/jax_compile" | grep -q '^jit_train_step' || fail "no train step in the cache on the host: $(ls -a "$out/jax_compile")"
+    compgen -G "$out/jax_compile/jit_train_step*" >/dev/null ||
+      fail "no train step in the cache on the host: $(ls -a "$out/jax_compile")"
     python3 - "$out/session1/results.json" "$out/session2/results.json" <<'PY' || fail "the second run's compile"
 import json, sys
 p = [next(iter(json.load(open(f))["sweeps"].values()))["run"]["nodes"][0]["phases"] for f in sys.argv[1:]]

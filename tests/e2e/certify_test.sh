@@ -144,6 +144,25 @@ rc=0
 [[ $rc -eq 2 ]] && grep -q "/inputs/history" "$out/resume_other.log" && [[ ! -e $out/other.sqlite ]] ||
   { cat "$out/resume_other.log"; fail "--resume --history OTHER: exit $rc, expected 2 naming /inputs/history"; }
 
+# --plan from the store: the resumed certification's tiers (the clean one of these four hosts), each
+# tier's time as recorded, nothing started or written; the phases in the certificate.
+rc=0
+"$certify" "${args[@]}" --history "$out/history.sqlite" --plan --output "$out/planned" >"$out/plan.log" 2>&1 || rc=$?
+[[ $rc -eq 0 && ! -e $out/planned ]] || { cat "$out/plan.log"; fail "--plan: exit $rc or it wrote $out/planned"; }
+python3 - "$out/plan.log" "$out/resumed/certificate.json" <<'PY' || { cat "$out/plan.log"; fail "--plan's estimate"; }
+import json, re, sys
+text, c = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+assert "in the history's certification" in text and "(guess)" not in text, text
+est = float(re.search(r"estimate: ([0-9.]+) min", text).group(1))
+took = sum(t["seconds"] for t in c["tiers"]) / 60
+assert abs(est - took) <= 0.3 * took, (est, took)
+for t in c["tiers"][1:]:  # the training tiers: where their node-minutes went
+    p = t["phase_node_minutes"]
+    parts = sum(p[k] for k in ("startup", "compile", "training", "checkpoint", "teardown", "other"))
+    assert p["runs"] > 0 and p["training"] > 0 and abs(parts - t["node_minutes"]) <= 0.05 * t["node_minutes"] + 0.01, (t["tier"], p, t["node_minutes"])
+print(f"plan: {est:.1f} min from the history; the tiers took {took:.1f}")
+PY
+
 # 2. ns-b's CPU capped, ns-d's link limited.
 cleanup() {
   ip netns exec cvs-d tc qdisc del dev cvs0 root 2>/dev/null || true

@@ -195,6 +195,10 @@ Inputs load_inputs(Options& o) {
   const auto single = load_mode(o.config, in.cluster, Mode::Single, "--config");
   in.confidence = single.statistics.confidence;
   in.checkpoint_resume = single.checkpoint_resume.enabled;
+  for (const auto& run : single.runs) in.single_steps.push_back(single.steps_for(run));
+  in.checkpoint_steps =
+      single.checkpoint_resume.steps_before_ckpt + single.checkpoint_resume.steps_after_resume;
+  in.gpus_per_node = std::max(1, single.gpus_per_node);
   std::optional<SuiteConfig> dist;
   if (!o.distributed_config.empty())
     dist = load_mode(o.distributed_config, in.cluster, Mode::Distributed, "--distributed-config");
@@ -210,6 +214,15 @@ Inputs load_inputs(Options& o) {
     same_file(o, "distributed_config_sha256", prior->inputs.distributed_config_sha256, o.distributed_config);
     same_file(o, "baseline_sha256", prior->inputs.baseline_sha256, o.baseline);
     in.certificate = std::move(*prior);
+  } else if (o.plan) {
+    new_certificate(o, in);
+    in.single_config = o.config;
+    in.distributed_config = o.distributed_config;
+    if (dist) {
+      in.first_sweep = dist->runs.empty() ? "" : dist->runs.front();
+      in.distributed_steps = in.first_sweep.empty() ? 0 : dist->steps_for(in.first_sweep);
+    }
+    return in;  // nothing written
   } else {
     if (fs::exists(o.output))
       throw ConfigError(kCmdLine, "", o.output.string() + " exists: a certification folder is never reused",

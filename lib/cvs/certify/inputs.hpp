@@ -20,6 +20,7 @@ struct Options {
   std::size_t max_parallel = 0;
   double per_doubling_pct = 90;
   bool fixed_steps = false;  // benchmarks: on_inconclusive "fail" (every run its configured steps)
+  bool plan = false;         // --plan: every check, then the plan (certify/plan.hpp); nothing written
   FleetPolicy policy;
   std::vector<std::string> suite_args;
   // --history as given ("" : $CVS_HISTORY or the default store); load_inputs resolves it, and on
@@ -36,13 +37,17 @@ struct Inputs {
   long long distributed_steps = 0;                          // its configured steps
   double confidence = 0.95;        // the single config's statistics.confidence: its runs' intervals
   bool checkpoint_resume = false;  // the single config's checkpoint_resume.enabled: run once, on one node
-  Certificate certificate;         // new, or the one --resume continues
+  std::vector<long long> single_steps;  // the single config's configured steps, one per run
+  long long checkpoint_steps = 0;       // its checkpoint save and resume's steps (both processes)
+  int gpus_per_node = 1;
+  Certificate certificate;  // new, or the one --resume continues
 };
 
 // Every check before any node runs (ConfigError, exit 2): the cluster file, the configs and their
 // modes, a calibration that fits the single config, --drain without Slurm, an output folder that
 // exists (new) or one written for another cluster or config (--resume). Then the output folder and
-// its inputs/ (the configs with on_inconclusive extend) are written.
+// its inputs/ (the configs with on_inconclusive extend) are written (not with --plan: the configs
+// are read where they are).
 Inputs load_inputs(Options& o);
 
 // The distributed config with `steps` steps for its first sweep (a scale rung run again for an

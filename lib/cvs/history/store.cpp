@@ -230,6 +230,28 @@ void add_rungs(SessionEntry& e, const std::vector<Rung>& rungs) {
   }
 }
 
+// Each decided tier's time as the sweep "tier-<kind>": its wall seconds, its node-minutes and their
+// phases (what cvs certify --plan estimates from).
+void add_tier_times(SessionEntry& e, const Certificate& c) {
+  for (const auto& t : c.tiers) {
+    if (t.state != TierState::Decided) continue;
+    const std::string sweep = std::string("tier-") + to_string(t.kind);
+    const auto add = [&](const char* metric, double v) {
+      e.metrics.push_back({sweep, metric, v, v, {}, {}, t.outcome});
+    };
+    add("seconds", t.seconds);
+    add("node_minutes", t.node_minutes);
+    add("nodes_in", static_cast<double>(t.nodes_in.size()));
+    if (t.phases.runs == 0) continue;
+    add("training_node_minutes", t.phases.training_s / 60);
+    add("startup_node_minutes", t.phases.startup_s / 60);
+    add("compile_node_minutes", t.phases.compile_s / 60);
+    add("checkpoint_node_minutes", t.phases.checkpoint_s / 60);
+    add("teardown_node_minutes", t.phases.teardown_s / 60);
+    add("other_node_minutes", t.phases.other_s / 60);
+  }
+}
+
 }  // namespace
 
 SessionEntry entry_of_certificate(const Certificate& c, const fs::path& folder) {
@@ -252,6 +274,7 @@ SessionEntry entry_of_certificate(const Certificate& c, const fs::path& folder) 
                   {"distributed_config", c.inputs.distributed_config_file},
                   {"baseline", c.inputs.baseline_file}};
   if (const auto* scale = c.tier(TierKind::Scale)) add_rungs(e, scale->rungs);
+  add_tier_times(e, c);
   // Every host: excluded (a suspect, in its tier's words), certified, or neither (not reached).
   for (const auto& host : c.inputs.hosts) {
     NodeEntry n{host, std::nullopt, false, "", std::nullopt};
@@ -508,6 +531,32 @@ std::vector<TrendPoint> Store::trend(const std::string& config, const std::strin
     out.push_back(std::move(p));
   }
   return out;
+}
+
+std::optional<Store::CertificationTimes> Store::certification_times(const std::string& config_sha256,
+                                                                    int hosts) const {
+  std::optional<CertificationTimes> best;
+  bool best_clean = false;
+  for (const auto& r : db_->query("SELECT id, started_at, status, nodes FROM sessions WHERE kind = 'certify' "
+                                  "AND config_sha256 = ? ORDER BY started_at, id",
+                                  {Value::of(config_sha256)})) {
+    if (static_cast<int>(r[3].num()) != hosts) continue;
+    CertificationTimes t{r[0].str(), r[1].str(), r[2].str(), hosts, {}};
+    for (const auto& m : db_->query("SELECT sweep, metric, value FROM metrics WHERE session_id = ? AND sweep "
+                                    "LIKE 'tier-%'",
+                                    {Value::of(t.id)}))
+      if (!m[2].is_null()) t.tiers[m[0].str().substr(5)][m[1].str()] = m[2].num();
+    if (t.tiers.empty()) continue;  // recorded before tiers' times were
+    bool clean = t.verdict == "PASS";
+    if (clean)
+      for (const auto& n : db_->query("SELECT outcome FROM nodes WHERE session_id = ?", {Value::of(t.id)}))
+        clean = clean && n[0].str() == "PASS";
+    if (!best || clean || !best_clean) {  // the newest clean one, else the newest
+      best = std::move(t);
+      best_clean = clean;
+    }
+  }
+  return best;
 }
 
 std::vector<SessionEntry> Store::latest_sessions() const {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -131,6 +132,15 @@ class Store {
   std::vector<TrendPoint> trend(const std::string& config, const std::string& metric,
                                 const std::string& sweep) const;
   std::vector<SessionEntry> latest_sessions() const;  // the newest session per config and cluster
+  // The tiers' times of the newest certification of the config of this sha256 with `hosts` hosts
+  // (a CERTIFIED one with every host certified first, else any), by tier: seconds, node_minutes,
+  // nodes_in and the phases' node-minutes (entry_of_certificate); nullopt when there is none.
+  struct CertificationTimes {
+    std::string id, started_at, verdict;
+    int hosts = 0;
+    std::map<std::string, std::map<std::string, double>> tiers;  // "nodes" -> "seconds" -> 41.2
+  };
+  std::optional<CertificationTimes> certification_times(const std::string& config_sha256, int hosts) const;
   Db& db() { return *db_; }
   std::string where() const { return db_->engine() + " " + db_->where(); }
 
