@@ -397,6 +397,12 @@ void sweep_run_html(std::ostringstream& h, const SweepRecord& s) {
     h << "<a href=\"" << html_escape(n.log) << "\">" << html_escape(n.node) << "</a> ";
   if (run.maxtext_yaml) h << "&middot; <a href=\"" << html_escape(*run.maxtext_yaml) << "\">MaxText YAML</a>";
   h << "</p>";
+  for (const auto& n : run.nodes)  // the head's log: where the run's time went
+    if (n.phases) {
+      h << "<p class=\"muted\">Where the time went (" << html_escape(n.node)
+        << "'s log): " << html_escape(n.phases->words()) << ".</p>";
+      break;
+    }
   if (s.early_stop) {
     const auto& x = *s.early_stop;
     h << "<p>" << (x.stopped_early ? "Stopped early" : "Ran to the cap") << " after " << x.steps_run

@@ -306,8 +306,8 @@ TEST(Cli, AnUnknownOptionExits2BeforeAnythingRunsInEveryFrontEnd) {
            " --poll-intervl-s 1",
        "unknown option '--poll-intervl-s' (did you mean --poll-interval-s?)"},
       {std::string(CVS_SUITE_CERTIFY) + " --config " + single + " --distributed-config " + dist +
-           " --cluster " + cluster + out + " --plan",
-       "unknown option '--plan'"},
+           " --cluster " + cluster + out + " --plann",
+       "unknown option '--plann'"},
       {std::string(CVS_BINARY) + " calibrate --config " + single + " --budget-minuts 5", "--budget-minuts"},
   };
   for (const auto& c : cases) {

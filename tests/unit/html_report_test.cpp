@@ -25,6 +25,23 @@ TEST(HtmlReport, HasVerdictCountsSweepsPlotsAndLinksAndNoNetwork) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
 }
 
+// A session of this build (the README's run, the compile cache warm): each sweep says where its
+// run's time went, from the head's log.
+TEST(HtmlReport, EachSweepSaysWhereItsRunsTimeWent) {
+  const auto r = cvs::read_results(cvs::test::data("results/cpu_single_phases_results.json"));
+  const auto html = cvs::report::render_html(r);
+  std::size_t lines = 0;
+  for (auto at = html.find("Where the time went (localhost's log): start-up "); at != std::string::npos;
+       at = html.find("Where the time went (localhost's log): start-up ", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, r.sweeps.size());
+  EXPECT_NE(html.find("(the train step from the compile cache), training "), std::string::npos);
+  const auto& p = *r.sweeps.front().second.run.nodes.front().phases;
+  EXPECT_GT(p.training_s, 0);
+  EXPECT_NEAR(p.total(), r.sweeps.front().second.run.wall_seconds, 1.0)
+      << "the run's wall time, less the launch";
+}
+
 TEST(HtmlReport, EscapesWhatLogsAndConfigsBring) {
   auto r = results();
   r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]["run"]["failure"] = "node <b>x</b> said \"boom\" & left";

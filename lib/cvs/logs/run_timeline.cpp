@@ -153,6 +153,17 @@ std::optional<RunPhases> RunTimeline::phases() const {
   return p;
 }
 
+std::string RunPhases::words() const {
+  const char* cached = !cache.train_step_hit   ? ""
+                       : *cache.train_step_hit ? " (the train step from the compile cache)"
+                                               : " (the train step compiled, not in the cache)";
+  return fmt::format(
+      "start-up {:.1f} s, compile {:.1f} s{}{}, training {:.1f} s, checkpoint I/O {:.1f} s, teardown {:.1f} "
+      "s",
+      startup_s, compile_s, compile_apart ? "" : " (JAX named no compile: in start-up)", cached, training_s,
+      checkpoint_s, teardown_s);
+}
+
 void PhaseTotals::add(const RunPhases& p) {
   startup_s += p.startup_s;
   compile_s += p.compile_s;
