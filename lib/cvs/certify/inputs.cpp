@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "cvs/base/format.hpp"
@@ -176,6 +177,11 @@ void new_certificate(const Options& o, Inputs& in) {
 
 }  // namespace
 
+bool user_filter(const Options& o) {
+  return std::any_of(o.suite_args.begin(), o.suite_args.end(),
+                     [](const std::string& a) { return a.rfind("--gtest_filter", 0) == 0; });
+}
+
 Inputs load_inputs(Options& o) {
   Inputs in;
   std::optional<Certificate> prior;
@@ -200,8 +206,11 @@ Inputs load_inputs(Options& o) {
       single.checkpoint_resume.steps_before_ckpt + single.checkpoint_resume.steps_after_resume;
   in.gpus_per_node = std::max(1, single.gpus_per_node);
   std::optional<SuiteConfig> dist;
-  if (!o.distributed_config.empty())
+  if (!o.distributed_config.empty()) {
     dist = load_mode(o.distributed_config, in.cluster, Mode::Distributed, "--distributed-config");
+    in.first_sweep = dist->runs.empty() ? "" : dist->runs.front();
+    in.distributed_steps = in.first_sweep.empty() ? 0 : dist->steps_for(in.first_sweep);
+  }
   check_baseline(o, single);
   if (o.min_nodes > in.cluster.nodes.size())
     throw ConfigError(kCmdLine, "",
@@ -218,10 +227,6 @@ Inputs load_inputs(Options& o) {
     new_certificate(o, in);
     in.single_config = o.config;
     in.distributed_config = o.distributed_config;
-    if (dist) {
-      in.first_sweep = dist->runs.empty() ? "" : dist->runs.front();
-      in.distributed_steps = in.first_sweep.empty() ? 0 : dist->steps_for(in.first_sweep);
-    }
     return in;  // nothing written
   } else {
     if (fs::exists(o.output))
@@ -235,8 +240,6 @@ Inputs load_inputs(Options& o) {
   if (dist) {
     in.distributed_config = write_run_config(o.distributed_config, *dist,
                                              o.output / "inputs" / "distributed_config.json", o.fixed_steps);
-    in.first_sweep = dist->runs.empty() ? "" : dist->runs.front();
-    in.distributed_steps = in.first_sweep.empty() ? 0 : dist->steps_for(in.first_sweep);
   }
   return in;
 }

@@ -30,6 +30,9 @@ struct Options {
               git_commit = "unknown";  // the front end's build, into the certificate
 };
 
+// The user passed a --gtest_filter to the runs (their stages, not the tiers' own).
+bool user_filter(const Options& o);
+
 struct Inputs {
   Cluster cluster;
   std::filesystem::path single_config, distributed_config;  // the copies in <output>/inputs

@@ -15,11 +15,6 @@ std::size_t batches(std::size_t runs, std::size_t max_parallel) {
   return at_once ? (runs + at_once - 1) / at_once : 0;
 }
 
-bool user_filter(const Options& o) {
-  return std::any_of(o.suite_args.begin(), o.suite_args.end(),
-                     [](const std::string& a) { return a.rfind("--gtest_filter", 0) == 0; });
-}
-
 std::string runs_of(TierKind k, const Options& o, const Inputs& in, std::size_t n) {
   switch (k) {
     case TierKind::Preflight:

@@ -40,7 +40,7 @@ FleetNode read_run(const std::string& name, const ProcResult& result, const fs::
   auto n = read_fleet_node(name, dir / "report" / "results.json");
   if (!n.status) n.failure = result.describe() + " (" + n.failure + ")";
   n.seconds = result.seconds;
-  n.phases.other_s = std::max(0.0, n.seconds - n.phases.total_s());
+  n.phases.set_other(n.seconds);
   return n;
 }
 
@@ -157,7 +157,7 @@ void read_pair(PairRun& p, const ProcResult& result, const fs::path& dir) {
   p.seconds += result.seconds;
   p.steps += n.steps * 2;  // two nodes
   auto phases = n.phases;
-  phases.other_s = std::max(0.0, result.seconds - phases.total_s());
+  phases.set_other(result.seconds);
   p.phases.add(phases, 1);
   p.failure = !n.status ? result.describe() + " (" + n.failure + ")" : n.failure;
   for (const auto& [figure, v] : n.figures)

@@ -37,11 +37,6 @@ fs::path Certification::tier_dir(TierKind k) const {
   return d;
 }
 
-bool Certification::user_filter() const {
-  return std::any_of(o.suite_args.begin(), o.suite_args.end(),
-                     [](const std::string& a) { return a.rfind("--gtest_filter", 0) == 0; });
-}
-
 std::vector<std::string> Certification::args(const std::string& filter) const {
   std::vector<std::string> a;
   for (const auto& x : o.suite_args)
@@ -74,9 +69,13 @@ void account(TierRecord& t, const std::vector<FleetNode>& runs) {
   }
 }
 
+bool is_excluded(const TierRecord& t, const std::string& node) {
+  return std::any_of(t.excluded.begin(), t.excluded.end(),
+                     [&](const Exclusion& e) { return e.node == node; });
+}
+
 void exclude(TierRecord& t, const std::string& node, const std::string& evidence) {
-  for (const auto& e : t.excluded)
-    if (e.node == node) return;
+  if (is_excluded(t, node)) return;
   t.excluded.push_back({node, to_string(t.kind), evidence});
 }
 
@@ -144,9 +143,7 @@ std::string power_words(TierRecord& t, const std::vector<FleetNode>& runs, const
                         double confidence) {
   std::vector<FleetNode> healthy;
   for (const auto& n : runs)
-    if (std::none_of(t.excluded.begin(), t.excluded.end(),
-                     [&](const Exclusion& e) { return e.node == n.name; }))
-      healthy.push_back(n);
+    if (!is_excluded(t, n.name)) healthy.push_back(n);
   std::set<FigureKey> figures;
   for (const auto& n : healthy)
     for (const auto& [f, v] : n.figures)
@@ -161,11 +158,6 @@ std::string power_words(TierRecord& t, const std::vector<FleetNode>& runs, const
   t.detection_power_figure = best->figure.text();
   return fmt::format("; would have caught a node >= {:.1f} % slow ({}, 95 % power, {} nodes)",
                      *t.detection_power_pct, t.detection_power_figure, best->nodes);
-}
-
-bool is_excluded(const TierRecord& t, const std::string& node) {
-  return std::any_of(t.excluded.begin(), t.excluded.end(),
-                     [&](const Exclusion& e) { return e.node == node; });
 }
 
 // The checkpoint save and resume, once per certification: on the first node the speed runs left
@@ -198,7 +190,7 @@ class NodesTier final : public Tier {
   TierKind kind() const override { return TierKind::Nodes; }
   void run(Certification& c, TierRecord& t) const override {
     const auto nodes = c.healthy_nodes();
-    const bool own = c.user_filter();
+    const bool own = user_filter(c.o);
     const auto filter =
         own ? ""
             : stage_names::filter_of({stage_names::kSetup, stage_names::kTrainingRun, stage_names::kMetric});

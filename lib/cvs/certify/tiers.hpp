@@ -27,8 +27,6 @@ struct Certification {
   std::vector<Node> healthy_nodes() const;
   // A new folder for a tier's runs (a tier cut short earlier keeps its folder).
   std::filesystem::path tier_dir(TierKind k) const;
-  // The user passed a --gtest_filter to the runs.
-  bool user_filter() const;
   // The user's suite arguments, their --gtest_filter replaced by `filter` when given.
   std::vector<std::string> args(const std::string& filter) const;
   fleet::NodeRuns spec(const char* suite, const std::filesystem::path& config,

@@ -11,6 +11,7 @@
 // a final save's wait, interpreter shutdown).
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,8 @@ struct PhaseTotals {
   int train_step_from_cache = 0;  // of them, those whose train step's compile came from the cache
   void add(const RunPhases& p);
   void add(const PhaseTotals& t, double nodes);  // t's figures times `nodes`
+  // other_s: what of the runs' `wall_s` the phases leave out (never below 0).
+  void set_other(double wall_s) { other_s = std::max(0.0, wall_s - (total_s() - other_s)); }
   double total_s() const { return startup_s + compile_s + training_s + checkpoint_s + teardown_s + other_s; }
   double training_share() const { return total_s() > 0 ? training_s / total_s() : 0; }
   // "training 31 %, start-up 40 %, compile 12 %, checkpoint I/O 2 %, teardown 8 %, other 7 %; the
