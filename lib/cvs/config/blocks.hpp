@@ -23,10 +23,12 @@ struct Paths {
   std::string log_dir = "{shared_fs}/LOGS/jaxmaxtext";
   std::string hf_token_file = "{shared_fs}/.hf_token";
   std::string temp_dir = "/tmp/{user-id}/jaxmaxtext";
-  // cvs-maxtext's own: JAX's persistent compilation cache, shared by every run of a node (the
+  // cvs-maxtext's own: JAX's persistent compilation cache, shared by every run that names it (the
   // suite's sweeps, certify's tiers, the next night's run): MaxText's jax_cache_dir, mounted into
-  // containers; "" leaves MaxText's own default (~/jax_cache, lost with a per-run container).
-  std::string compile_cache = "{shared_fs}/cache/jax_compile";
+  // containers. "" (the default) leaves MaxText's own (~/jax_cache). Opt-in: JAX writes an entry
+  // without a lock or a rename, so runs of one shape starting at once on one cache (fleet mode's
+  // nodes on a shared filesystem) can read a half-written executable (a segfault seen in CI).
+  std::string compile_cache;
   std::map<std::string, std::string> extra;  // any other named path, usable as {paths.NAME}
 };
 
