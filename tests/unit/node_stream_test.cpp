@@ -3,11 +3,15 @@
 #include "cvs/exec/node_stream.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "cvs/exec/local_log_stream.hpp"
@@ -371,6 +375,54 @@ TEST_P(NodeStream, ManyStreamsOnOneLoop) {
     EXPECT_EQ(unmarked(data[r]), "rank " + std::to_string(r) + "\ndone " + std::to_string(r) + "\n");
     EXPECT_EQ(state[r], "exited");
   }
+}
+
+// A run that exits while the in-process stream reads its state is exited, never gone. The run
+// here is a child of this test that a second thread ends as a run ends (its exit code written,
+// then the process gone: SIGKILL leaves a zombie, which is not alive) while the stream polls as
+// fast as it goes; each trial's end falls somewhere in the stream's reads. With the exit code
+// read before the liveness, an end between the two reads was "gone" (one of 64 streams on a
+// loaded CI machine; here 2 to 16 in 4000 trials).
+TEST(LocalLogStream, ARunEndingWhileItsStateIsReadIsExitedNeverGone) {
+  const auto dir = fs::temp_directory_path() / ("cvs_stream_race_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string log = (dir / "log").string(), rc = (dir / "rc").string(), pid = (dir / "pid").string(),
+                    rc_ready = rc + ".ready";
+  std::ofstream(log).close();
+  int gone = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    fs::remove(rc);
+    std::ofstream(rc_ready) << "0\n";
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    std::ofstream(pid) << child << "\n";
+    std::atomic<bool> go{false};
+    std::thread end_run([&] {
+      while (!go) {
+      }
+      [[maybe_unused]] volatile int sink = 0;  // a spin of a varying length: where in the reads the run ends
+      for (int spin = 0; spin < (trial % 97) * 100; ++spin) sink = spin;
+      ::rename(rc_ready.c_str(), rc.c_str());  // the code written in one step, then the run gone
+      ::kill(child, SIGKILL);
+    });
+    cvs::LocalLogStream s({log, rc, pid, 0, 0ms, 1 << 20, 2, "", 0});
+    std::optional<cvs::StreamFrame> last;
+    go = true;
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (!s.ended() && std::chrono::steady_clock::now() < until)
+      for (auto& f : s.poll()) last = std::move(f);
+    end_run.join();
+    ::waitpid(child, nullptr, 0);
+    ASSERT_TRUE(last) << trial;
+    if (last->state != cvs::NodeState::Exited) ++gone;
+  }
+  EXPECT_EQ(gone, 0) << "runs that exited, seen as gone";
+  fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, NodeStream, ::testing::Values("sh", "in_process"),

@@ -44,14 +44,17 @@ StreamFrame LocalLogStream::next_frame() {
   StreamFrame f;
   std::error_code ec;
   // The state before the size, as the stream program: an exit seen here means every byte
-  // written before it is within the size read next.
+  // written before it is within the size read next. Whether the run lives is read before its exit
+  // code: a run that exits between the two reads has written its code by the second (the code
+  // first and the liveness after could see neither, and call a clean exit gone).
+  const bool lives = alive(read_pid(spec_.pid_file));
   const auto rc = read_text_file(spec_.rc_file);
   if (rc && !rc->empty()) {
     f.state = NodeState::Exited;
     f.exit_code = std::atoi(rc->c_str());
   } else if (fs::exists(spec_.pid_file + ".stopped", ec)) {
     f.state = NodeState::Stopped;
-  } else if (fs::exists(spec_.pid_file + ".stopping", ec) || alive(read_pid(spec_.pid_file)) || rc) {
+  } else if (fs::exists(spec_.pid_file + ".stopping", ec) || lives || rc) {
     f.state = NodeState::Running;
   } else {
     f.state = NodeState::Gone;
