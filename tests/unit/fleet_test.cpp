@@ -2,6 +2,7 @@
 // small to score, the outputs that act, and reading a node's results.json.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -48,6 +49,28 @@ TEST(Fleet, TheSlowNodeIsTheOnlySuspectWithItsEvidence) {
   EXPECT_NE(why.find("tokens_per_sec_per_gpu 6100 is"), std::string::npos) << why;
   EXPECT_NE(why.find("below the fleet's median"), std::string::npos) << why;
   EXPECT_NE(why.find("step_time_p50_ms 33 is"), std::string::npos) << why;
+}
+
+// A rate and a time say the same: scored on the log, a node at a sixth of the median's throughput
+// is as far out as one at six times its step time. The figures of the fresh-clone CI's degraded
+// fleet (two healthy CPU nodes 20 % apart, one capped at 15 % of a CPU): its step time was an
+// outlier, its throughput was not, as no throughput could be (0.6745 x 2256 / 454 < 3.5).
+TEST(Fleet, ARateAndATimeOfTheSameSlowNodeAreBothOutliers) {
+  std::vector<cvs::FleetNode> nodes = {node("local0", 2256, 183), node("local1", 2710, 158),
+                                       node("ns-b", 394, 1298)};
+  const auto s = cvs::score_fleet(nodes, {});
+  ASSERT_EQ(s.suspects(), std::vector<std::string>{"ns-b"});
+  const auto why = cvs::fleet_reasons(s.nodes.front());
+  EXPECT_NE(why.find("tokens_per_sec_per_gpu 394 is 82.5355 % below the fleet's median 2256"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("step_time_p50_ms 1298 is"), std::string::npos) << why;
+  // A throughput of nearly nothing is an outlier however noisy the healthy nodes (it was not).
+  nodes[2] = node("ns-b", 1, 1298);
+  EXPECT_EQ(cvs::score_fleet(nodes, {}).suspects(), std::vector<std::string>{"ns-b"});
+  // A fast node stays no suspect on the log too, and so does a healthy fleet of that spread.
+  nodes[2] = node("ns-b", 4000, 100);
+  EXPECT_TRUE(cvs::score_fleet(nodes, {}).suspects().empty());
 }
 
 TEST(Fleet, AFastNodeIsNotASuspectButADifferentLossIsEitherWay) {
@@ -300,9 +323,10 @@ TEST(Fleet, ACalibratedBaselineScoresTheSteadyStateEvenOfAFleetOfTwo) {
   EXPECT_TRUE(s.too_small);
   EXPECT_EQ(s.suspects(), std::vector<std::string>{"n1"});
   const auto why = cvs::fleet_reasons(s.nodes.front());
+  // On the log: 0.6745 ln(7000 / 10000) / (100 / 10000), the MAD relative to the median.
   EXPECT_EQ(
       why.rfind("BS=4 tokens_per_sec_per_gpu (steady state) 7000 is 30 % below the calibrated baseline's "
-                "median 10000 (modified z -20.235)",
+                "median 10000 (modified z -24.0577)",
                 0),
       0u)
       << why;

@@ -38,6 +38,11 @@ int bad_side(const std::string& metric) {
   return m && m->better == Better::Higher ? 1 : -1;
 }
 
+// A rate or a time: scored on its logarithm (fleet.hpp).
+bool is_ratio_scale(const std::string& metric) {
+  return bad_side(metric) != 0;
+}
+
 // Where x stands against the figure's median: its relative distance and modified z-score, and
 // whether it is an outlier on the bad side beyond both bounds.
 struct Standing {
@@ -48,9 +53,12 @@ struct Standing {
 Standing standing(const FigureKey& figure, double x, const FigureStats& st, const FleetPolicy& policy) {
   Standing r;
   r.dev = (x - st.median) / std::fabs(st.median);
-  r.z = st.mad > 0
-            ? kMadToZ * (x - st.median) / st.mad
-            : (x == st.median ? 0 : std::copysign(std::numeric_limits<double>::infinity(), x - st.median));
+  if (st.log_mad > 0 && x > 0 && st.median > 0)
+    r.z = kMadToZ * std::log(x / st.median) / st.log_mad;
+  else
+    r.z = st.mad > 0
+              ? kMadToZ * (x - st.median) / st.mad
+              : (x == st.median ? 0 : std::copysign(std::numeric_limits<double>::infinity(), x - st.median));
   const int side = bad_side(figure.metric);
   const bool bad = side == 0 ? true : (side > 0 ? r.z < 0 : r.z > 0);
   r.outlier = bad && std::fabs(r.z) > policy.max_z && std::fabs(r.dev) >= policy.min_deviation;
@@ -160,15 +168,21 @@ std::vector<std::string> FleetScore::healthy() const {
 
 namespace {
 
-// A figure's median and median absolute deviation over the fleet's values: what a node is scored
-// against (score_fleet) and what the detection power replays (flags_slowed).
-FigureStats stats_of(const std::vector<double>& v) {
+// A figure's median and median absolute deviation over the fleet's values (and a rate's or a
+// time's of log(x / median), when every value is above 0): what a node is scored against
+// (score_fleet) and what the detection power replays (flags_slowed).
+FigureStats stats_of(const FigureKey& figure, const std::vector<double>& v) {
   FigureStats st;
   st.median = median_of(v);
-  std::vector<double> dev;
+  std::vector<double> dev, log_dev;
   for (const double x : v) dev.push_back(std::fabs(x - st.median));
   st.mad = median_of(dev);
   st.nodes = v.size();
+  if (is_ratio_scale(figure.metric) && st.median > 0 &&
+      std::all_of(v.begin(), v.end(), [](double x) { return x > 0; })) {
+    for (const double x : v) log_dev.push_back(std::fabs(std::log(x / st.median)));
+    st.log_mad = median_of(log_dev);
+  }
   return st;
 }
 
@@ -184,7 +198,7 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
       if (std::isfinite(v)) values[figure].push_back(v);
   }
   s.too_small = s.scored < policy.min_fleet;
-  for (const auto& [figure, v] : values) s.figures[figure] = stats_of(v);
+  for (const auto& [figure, v] : values) s.figures[figure] = stats_of(figure, v);
   for (const auto& n : nodes) {
     NodeScore ns;
     ns.name = n.name;
@@ -227,7 +241,7 @@ bool flags_slowed(const FigureKey& figure, std::vector<double> fleet, std::size_
   const double m0 = median_of(fleet);
   const double measured = m0 * (1 - side * slowdown) + side * noise;  // the unlucky side of its noise
   fleet[replace] = measured;
-  const FigureStats st = stats_of(fleet);
+  const FigureStats st = stats_of(figure, fleet);
   // Its interval's end nearest the median must be beyond both bounds too (outlier()).
   return standing(figure, measured, st, policy).outlier &&
          standing(figure, measured + side * half_width, st, policy).outlier;
@@ -350,8 +364,11 @@ std::map<FigureKey, FigureStats> read_fleet_baseline(const std::filesystem::path
   std::map<FigureKey, FigureStats> out;
   if (thresholds.calibration)
     for (const auto& [sweep, metrics] : thresholds.calibration->statistics)
-      for (const auto& [metric, st] : metrics)
-        out[{sweep, metric}] = {st.median, st.mad_sigma / 1.4826, st.n, true};
+      for (const auto& [metric, st] : metrics) {
+        FigureStats& b = out[{sweep, metric}] = {st.median, st.mad_sigma / 1.4826, st.n, true};
+        // The log's MAD, to first order the MAD relative to the median (the repeats agree closely).
+        if (is_ratio_scale(metric) && b.median > 0) b.log_mad = b.mad / b.median;
+      }
   if (out.empty())
     throw ConfigError(
         name, "/_calibration/statistics", "no calibrated statistics (not a calibration file?)",
@@ -378,7 +395,8 @@ nlohmann::ordered_json fleet_json(const FleetScore& score, const FleetPolicy& po
   j["healthy"] = score.healthy();
   auto figures = nlohmann::ordered_json::object();
   for (const auto& [f, st] : score.figures)
-    figures[f.text()] = {{"median", st.median}, {"mad", st.mad}, {"nodes", st.nodes}};
+    figures[f.text()] = {
+        {"median", st.median}, {"mad", st.mad}, {"log_mad", st.log_mad}, {"nodes", st.nodes}};
   j["figures"] = figures;
   auto nodes = nlohmann::ordered_json::array();
   for (const auto& n : score.nodes) {
@@ -438,7 +456,7 @@ FleetFile read_fleet_file(const std::filesystem::path& file) {
       (void)st;
       const auto s = root.object("figures").object(text.c_str());
       f.score.figures[figure_of_text(text)] = {s.req_num("median"), s.req_num("mad"),
-                                               s.integer<std::size_t>("nodes", 0), false};
+                                               s.integer<std::size_t>("nodes", 0), false, s.num("log_mad")};
     }
   (void)root.at("nodes");
   for (std::size_t i = 0; i < root.array("nodes").size(); ++i) {

@@ -4,9 +4,13 @@
 // Scoring, per figure (a sweep's metric) with its direction from the metric catalog: the fleet's
 // median and MAD over the nodes whose run passed, and each node's modified z-score
 // z = 0.6745 (x - median) / MAD (Iglewicz & Hoaglin 1993, "How to Detect and Handle Outliers";
-// |z| > 3.5 marks an outlier). A node is a suspect when a figure is on the bad side of the median
-// beyond both bounds (|z| > max_z and a relative distance of min_deviation or more: a fleet whose
-// nodes agree to 0.1 % has a tiny MAD, and 1 % from it is not a fault), when its run failed or
+// |z| > 3.5 marks an outlier). A rate or a time (throughput, step time, free HBM) is scored on its
+// logarithm, z = 0.6745 log(x / median) / MAD(log(x / median)): a node at a sixth of the median's
+// throughput is as far out as one at six times its step time. (On the linear scale a throughput
+// cannot fall below 0, so its z is bounded by 0.6745 median / MAD: on a fleet whose healthy nodes
+// differ by 20 % no throughput, however low, was an outlier.) A node is a suspect when a figure is on the bad
+// side of the median beyond both bounds (|z| > max_z and a relative distance of min_deviation or more: a
+// fleet whose nodes agree to 0.1 % has a tiny MAD, and 1 % from it is not a fault), when its run failed or
 // errored (the suite's own gates: absolute floors from the threshold file included), or when it
 // left no results. A node with a steady-state interval for the figure is an outlier only when the
 // whole interval is: the end nearest the median must cross both bounds too (a node whose own
@@ -59,6 +63,9 @@ struct FigureStats {
   double median = 0, mad = 0;
   std::size_t nodes = 0;    // the nodes (or calibration repeats) it is over
   bool calibrated = false;  // from a calibration file, not the fleet
+  // A rate or a time (every figure with a bad side but final_loss and the counts): the MAD of
+  // log(x / median), what its z is taken on; 0 when not computed (a value not above 0), a linear z.
+  double log_mad = 0;
 };
 
 struct FleetPolicy {
