@@ -23,12 +23,12 @@ struct Paths {
   std::string log_dir = "{shared_fs}/LOGS/jaxmaxtext";
   std::string hf_token_file = "{shared_fs}/.hf_token";
   std::string temp_dir = "/tmp/{user-id}/jaxmaxtext";
-  // cvs-maxtext's own: JAX's persistent compilation cache, shared by every run that names it (the
+  // cvs-maxtext's own: JAX's persistent compilation cache, shared by every run of a node (the
   // suite's sweeps, certify's tiers, the next night's run): MaxText's jax_cache_dir, mounted into
-  // containers. "" (the default) leaves MaxText's own (~/jax_cache). Opt-in: JAX writes an entry
-  // without a lock or a rename, so runs of one shape starting at once on one cache (fleet mode's
-  // nodes on a shared filesystem) can read a half-written executable (a segfault seen in CI).
-  std::string compile_cache;
+  // containers; "" leaves MaxText's own default (~/jax_cache, lost with a per-run container).
+  // Runs starting at once on it are safe: an entry read before it is whole fails to decompress,
+  // which JAX takes as a miss (a warning and a compile).
+  std::string compile_cache = "{shared_fs}/cache/jax_compile";
   std::map<std::string, std::string> extra;  // any other named path, usable as {paths.NAME}
 };
 
