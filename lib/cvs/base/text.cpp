@@ -43,6 +43,17 @@ void write_file_whole(const std::filesystem::path& path, std::string_view text) 
   if (ec) throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
 }
 
+std::string without_line_ends(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+std::string last_line(std::string s) {
+  s = without_line_ends(std::move(s));
+  if (const auto nl = s.rfind('\n'); nl != std::string::npos) s.erase(0, nl + 1);
+  return s;
+}
+
 std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
   std::size_t best_d = word.size() / 3 + 1;

@@ -26,6 +26,13 @@ std::string html_escape(const std::string& s);
 // a replacement.
 void replace_all(std::string& s, const std::string& from, const std::string& to);
 
+// `s` without the line ends (\n, \r) it ends with: a tool's output or an error message as one line.
+std::string without_line_ends(std::string s);
+
+// The last line of `s`, its line ends dropped first ("" for an empty text): what a failed
+// command's output ends with.
+std::string last_line(std::string s);
+
 // Of `candidates`, the one nearest `word` by edit distance (for "did you mean"): empty when none is
 // within a third of the word's length.
 std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);

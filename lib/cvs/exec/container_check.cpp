@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "cvs/base/text.hpp"
 #include "cvs/config/text_file.hpp"
 
 namespace cvs {
@@ -112,8 +113,7 @@ ExistingContainer classify_existing(bool ok, const std::string& out, const std::
     if (lower(err + out).find("no such container") != std::string::npos) {
       e.state = ExistingContainer::State::Free;
     } else {
-      e.detail = err.empty() ? out : err;
-      while (!e.detail.empty() && e.detail.back() == '\n') e.detail.pop_back();
+      e.detail = without_line_ends(err.empty() ? out : err);
     }
     return e;
   }

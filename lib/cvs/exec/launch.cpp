@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "cvs/base/text.hpp"
 #include "cvs/config/maxtext_yaml.hpp"
 #include "cvs/exec/container_check.hpp"
 #include "cvs/exec/node_agent.hpp"
@@ -265,8 +266,7 @@ std::vector<std::string> Launcher::setup() {
   auto found = exec_all(agent::first_existing(tp.train_script_paths), std::chrono::seconds(60));
   std::string first;
   for (std::size_t i = 0; i < found.size(); ++i) {
-    std::string path = found[i].out;
-    while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
+    const std::string path = without_line_ends(found[i].out);
     if (const auto gone = unreachable_words(cluster_.nodes[i], found[i], "train script check");
         !gone.empty()) {
       problems.push_back(cluster_.nodes[i].name + ": " + gone);  // the files were never checked

@@ -1,5 +1,6 @@
 #include "cvs/exec/process.hpp"
 
+#include "cvs/base/text.hpp"
 #include "cvs/exec/process_group.hpp"
 
 #include <signal.h>
@@ -26,9 +27,7 @@ std::string ProcResult::describe() const {
   if (!spawn_error.empty()) return s + "could not start: " + spawn_error;
   if (timed_out) return s + "timed out after " + std::to_string(static_cast<int>(seconds)) + " s";
   s += "exit " + std::to_string(exit_code);
-  std::string tail = err.empty() ? out : err;
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
-  if (auto nl = tail.rfind('\n'); nl != std::string::npos) tail = tail.substr(nl + 1);
+  const std::string tail = last_line(err.empty() ? out : err);
   if (!tail.empty()) s += ": " + tail.substr(0, 400);
   return s;
 }

@@ -1,5 +1,7 @@
 #include "cvs/exec/transport.hpp"
 
+#include "cvs/base/text.hpp"
+
 #include <filesystem>
 #include <stdexcept>
 
@@ -80,9 +82,7 @@ bool is_unreachable(const Node& node, const ProcResult& r) {
 
 std::string unreachable_words(const Node& node, const ProcResult& r, const std::string& what) {
   if (!is_unreachable(node, r)) return "";
-  std::string why = r.spawn_error.empty() ? r.err : "ssh could not start: " + r.spawn_error;
-  while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
-  if (const auto nl = why.rfind('\n'); nl != std::string::npos) why = why.substr(nl + 1);
+  std::string why = last_line(r.spawn_error.empty() ? r.err : "ssh could not start: " + r.spawn_error);
   if (why.empty()) why = "exit 255";
   if (why.rfind("ssh", 0) != 0) why = "ssh: " + why;  // whose reason it is
   return "unreachable: " + why.substr(0, 400) + " (the " + what + " could not run)";

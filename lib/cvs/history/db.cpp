@@ -1,5 +1,7 @@
 #include "cvs/history/db.hpp"
 
+#include "cvs/base/text.hpp"
+
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
@@ -144,8 +146,7 @@ class PgDb : public Db {
   explicit PgDb(const std::string& conninfo) {
     conn_ = PQconnectdb(conninfo.c_str());
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
-      std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
-      while (!why.empty() && why.back() == '\n') why.pop_back();
+      const std::string why = without_line_ends(conn_ ? PQerrorMessage(conn_) : "out of memory");
       PQfinish(conn_);
       conn_ = nullptr;
       // The conninfo may hold a password: never in a message.
@@ -177,8 +178,7 @@ class PgDb : public Db {
                                values.data(), nullptr, nullptr, 0);
     const auto st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-      std::string why = PQresultErrorMessage(r);
-      while (!why.empty() && why.back() == '\n') why.pop_back();
+      const std::string why = without_line_ends(PQresultErrorMessage(r));
       PQclear(r);
       throw StoreError(where_ + ": " + why + " (in: " + sql.substr(0, 80) + ")");
     }
