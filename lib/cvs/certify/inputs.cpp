@@ -246,14 +246,9 @@ Inputs load_inputs(Options& o) {
 
 fs::path distributed_config_with_steps(const Options& o, const Inputs& in, long long steps) {
   const fs::path p = o.output / "inputs" / ("distributed_config_" + std::to_string(steps) + "_steps.json");
-  if (fs::exists(p)) return p;
-  auto j = read_json(in.distributed_config, "the config");
-  j["train_params"]["maxtext_config"]["steps"] = steps;
-  if (auto sweeps = j.find("sweeps"); sweeps != j.end() && sweeps->is_object())
-    if (auto sw = sweeps->find(in.first_sweep);
-        sw != sweeps->end() && sw->is_object() && sw->contains("steps"))
-      (*sw)["steps"] = steps;
-  fleet::write_json(p, j);
+  // Every step count scaled alike (config.hpp), so the first sweep's (distributed_steps) becomes `steps`.
+  if (!fs::exists(p) && in.distributed_steps > 0)
+    write_config_with_steps(in.distributed_config, "", steps / in.distributed_steps, p);
   return p;
 }
 

@@ -53,8 +53,9 @@ struct Inputs {
 // are read where they are).
 Inputs load_inputs(Options& o);
 
-// The distributed config with `steps` steps for its first sweep (a scale rung run again for an
-// interval), written once into <output>/inputs.
+// The distributed config with `steps` steps for its first sweep, a multiple of distributed_steps
+// (a scale rung run again for an interval; every step count scaled alike), written once into
+// <output>/inputs.
 std::filesystem::path distributed_config_with_steps(const Options& o, const Inputs& in, long long steps);
 
 }  // namespace cvs::certify
