@@ -7,35 +7,29 @@
 # the gate is decided early) and no loss gate (a sweep that gates loss values is never stopped
 # before its configured steps). Not a test: nothing asserted.
 #   bench/certify_early_stop.sh [BUILD_DIR (build)]
+# shellcheck disable=SC2154 # work, gloo_iface and certify_args are bench_work's (certify_bench_lib.sh)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
-if [[ -z ${CVS_NETNS_DIR:-} ]]; then
-  exec env CVS_NETNS_HOSTS=4 "$root/tests/integration/netns_cluster.sh" run "$build/netns4-bench" -- "$0" "$@"
-fi
-work=$(mktemp -d /tmp/cvs-certify-bench.XXXXXX)
-trap '[[ -n ${CVS_BENCH_KEEP:-} ]] || rm -rf "$work"' EXIT
-export CVS_CALIBRATION_DIR="$work/no-calibration" CVS_HISTORY=none
-python3 - "$CVS_NETNS_DIR/cluster.json" "$root/configs" "$work" <<'PY'
-import json, os, sys
-c = json.load(open(sys.argv[1]))
-iface = c.pop("overrides")["container"]["env"]["GLOO_SOCKET_IFNAME"]
-json.dump(c, open(sys.argv[3] + "/cluster.json", "w"), indent=1)
+# shellcheck source=bench/certify_bench_lib.sh
+source "$root/bench/certify_bench_lib.sh"
+bench_in_netns "$build" "$0" "$@"
+bench_work cvs-certify-bench
+python3 - "$root/configs" "$work" "$gloo_iface" <<'PY'
+import json, sys
 gate = {"kind": "min_tok_s", "value": 1.0}
 for mode in ("single", "distributed"):
-    cfg = json.load(open(f"{sys.argv[2]}/cpu_jaxmaxtext_tiny_{mode}.json"))
+    cfg = json.load(open(f"{sys.argv[1]}/cpu_jaxmaxtext_tiny_{mode}.json"))
     # The speed gate alone: a sweep that gates loss values runs its configured steps either way.
     th = {k: {"training.tokens_per_sec_per_gpu": gate} for k in cfg["sweeps"]}
-    json.dump(th, open(f"{sys.argv[3]}/{mode}_thresholds.json", "w"), indent=1)
-    cfg["threshold_json"] = f"{sys.argv[3]}/{mode}_thresholds.json"
+    json.dump(th, open(f"{sys.argv[2]}/{mode}_thresholds.json", "w"), indent=1)
+    cfg["threshold_json"] = f"{sys.argv[2]}/{mode}_thresholds.json"
     cfg["train_params"]["maxtext_config"].update({"steps": 200, "log_period": 10})
     if mode == "distributed":
-        cfg["container"]["env"]["GLOO_SOCKET_IFNAME"] = iface
-    json.dump(cfg, open(f"{sys.argv[3]}/{mode}.json", "w"), indent=1)
+        cfg["container"]["env"]["GLOO_SOCKET_IFNAME"] = sys.argv[3]
+    json.dump(cfg, open(f"{sys.argv[2]}/{mode}.json", "w"), indent=1)
 PY
-args=(--cluster "$work/cluster.json" --config "$work/single.json" --distributed-config "$work/distributed.json"
-      --min-deviation-pct 50 --max-parallel 1 --scaling-per-doubling-pct 1
-      --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 60
+args=("${certify_args[@]}"
       "--gtest_filter=test_setup.*:sweep/test_training_run.run/BS_2*:sweep/test_metric.check/BS_2*")
 for mode in early fixed; do
   extra=(); [[ $mode == early ]] || extra=(--fixed-steps)

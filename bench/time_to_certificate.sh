@@ -8,37 +8,30 @@
 # to the last step line, on the log's own glog clock), and the ratios. Real MaxText on the CPU.
 # Not a test: nothing asserted.
 #   bench/time_to_certificate.sh BEFORE_BUILD_DIR [BUILD_DIR (build)]
+# shellcheck disable=SC2154 # work, gloo_iface and certify_args are bench_work's (certify_bench_lib.sh)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 before=${1:?the build folder of the checkout to compare with}
 build=${2:-$root/build}
-if [[ -z ${CVS_NETNS_DIR:-} ]]; then
-  exec env CVS_NETNS_HOSTS=4 "$root/tests/integration/netns_cluster.sh" run "$build/netns4-bench" -- "$0" "$@"
-fi
-work=$(mktemp -d /tmp/cvs-ttc-bench.XXXXXX)
-trap '[[ -n ${CVS_BENCH_KEEP:-} ]] || rm -rf "$work"' EXIT
-export CVS_CALIBRATION_DIR="$work/no-calibration" CVS_HISTORY=none
-python3 - "$CVS_NETNS_DIR/cluster.json" "$root/configs" "$work" <<'PY'
+# shellcheck source=bench/certify_bench_lib.sh
+source "$root/bench/certify_bench_lib.sh"
+bench_in_netns "$build" "$0" "$@"
+bench_work cvs-ttc-bench
+python3 - "$root/configs" "$work" "$gloo_iface" <<'PY'
 import json, sys
-c = json.load(open(sys.argv[1]))
-iface = c.pop("overrides")["container"]["env"]["GLOO_SOCKET_IFNAME"]
-json.dump(c, open(sys.argv[3] + "/cluster.json", "w"), indent=1)
 for mode in ("single", "distributed"):
-    cfg = json.load(open(f"{sys.argv[2]}/cpu_jaxmaxtext_tiny_{mode}.json"))
-    cfg["threshold_json"] = f"{sys.argv[2]}/../thresholds/{cfg['threshold_json']}"
+    cfg = json.load(open(f"{sys.argv[1]}/cpu_jaxmaxtext_tiny_{mode}.json"))
+    cfg["threshold_json"] = f"{sys.argv[1]}/../thresholds/{cfg['threshold_json']}"
     # A compile cache of the bench's own: empty for the first certification of this build.
-    cfg.setdefault("paths", {})["compile_cache"] = sys.argv[3] + "/jax_compile"
+    cfg.setdefault("paths", {})["compile_cache"] = sys.argv[2] + "/jax_compile"
     if mode == "distributed":
-        cfg["container"]["env"]["GLOO_SOCKET_IFNAME"] = iface
-    json.dump(cfg, open(f"{sys.argv[3]}/{mode}.json", "w"), indent=1)
+        cfg["container"]["env"]["GLOO_SOCKET_IFNAME"] = sys.argv[3]
+    json.dump(cfg, open(f"{sys.argv[2]}/{mode}.json", "w"), indent=1)
 PY
-args=(--cluster "$work/cluster.json" --config "$work/single.json" --distributed-config "$work/distributed.json"
-      --min-deviation-pct 50 --max-parallel 1 --scaling-per-doubling-pct 1
-      --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 60)
 for run in before cold warm; do
   b=$build; [[ $run == before ]] && b=$before
   start=$(date +%s.%N)
-  "$b/suites/jaxmaxtext_certify" "${args[@]}" --output "$work/$run" >"$work/$run.log" 2>&1 || true
+  "$b/suites/jaxmaxtext_certify" "${certify_args[@]}" --output "$work/$run" >"$work/$run.log" 2>&1 || true
   echo "$(date +%s.%N) - $start" | bc >"$work/$run.seconds"
   echo "$run: $(grep -m1 '^certify:' "$work/$run.log" || tail -1 "$work/$run.log")"
 done
