@@ -194,6 +194,15 @@ if slow is None:
 assert power < slow, (power, slow, ev)
 assert "would have caught a node >= " in nodes["summary"], nodes["summary"]
 print(f"  nodes tier: would have caught a node >= {power:.1f} % slow; ns-b was {slow:.1f} % slow")
+# The links tier's: a pair's step time risen above the bound and its noise, less than ns-d's pairs rose.
+links = [t for t in c["tiers"] if t["tier"] == "links"][0]
+lp = links.get("detection_power_pct")
+assert lp is not None and lp >= c["inputs"]["min_deviation_pct"], links
+assert "would have caught a link slowing its pair's step >= " in links["summary"], links["summary"]
+evd = [e["evidence"] for e in c["excluded"] if e["node"] == "ns-d"][0]
+rises = [float(x) for x in re.findall(r"([0-9.]+) % above the pairs' reference", evd)]
+assert rises and lp < min(rises), (lp, evd)
+print(f"  links tier: would have caught a link slowing its pair's step >= {lp:.1f} %; ns-d's pairs rose {min(rises):.0f} %")
 PY
 python3 - "$out/degraded" <<'PY' || fail "degraded evidence"
 import json, sys

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <set>
 
 #include "cvs/fleet/fleet_pairs.hpp"
@@ -182,4 +183,50 @@ TEST(FleetPairs, TheirSuspectsJoinTheFleetsWorstFirst) {
   EXPECT_EQ(s.suspects(), (std::vector<std::string>{"b", "c"}));
   EXPECT_EQ(s.nodes.back().name, "a");
   EXPECT_EQ(s.nodes[0].evidence.at(0).figure, cvs::FigureKey::kind("pairs"));
+}
+
+// The stated link detection power is met: on generated fabrics (8 nodes, every pair's step time
+// measured with noise whose 95 % interval is +-2 %, each run carrying that interval), a pair slowed
+// by exactly the power stated from a healthy fabric's round is slow (on its run and its run again)
+// in at least 95 % of 2000 trials, and one slowed by the bound alone (min_deviation) in about half.
+TEST(FleetPairs, TheStatedLinkDetectionPowerIsMetOnGeneratedFabrics) {
+  std::mt19937 rng(20261205);
+  const double truth = 60, half = 1.2, sigma = half / 1.959964;
+  std::normal_distribution<double> noise(0, sigma);
+  auto fabric = [&](double slow_pair) {
+    return [&, slow_pair](std::vector<cvs::PairRun>& batch) {
+      for (auto& p : batch) {
+        p.status = cvs::Outcome::Pass;
+        p.sweep = "BS=2";
+        const bool slowed = std::set<std::string>{p.a, p.b} == std::set<std::string>{"n2", "n3"};
+        p.step_ms = truth * (1 + (slowed ? slow_pair : 0)) + noise(rng);
+        p.half_width_ms = half;
+      }
+    };
+  };
+  const auto healthy = cvs::localise_links(names(8), fabric(0), 0.10);
+  EXPECT_TRUE(healthy.suspects.empty() && healthy.slow_links.empty());
+  const auto power = cvs::link_detection_power(healthy);
+  ASSERT_TRUE(power);
+  EXPECT_EQ(power->pairs, 4u);
+  EXPECT_DOUBLE_EQ(power->half_width_ms, half);
+  // 0.10 + z(sqrt(0.95)) sigma / reference: about 12 % here.
+  EXPECT_NEAR(power->slowdown, 0.10 + 1.9545 * sigma / power->reference_ms, 1e-3);
+  auto slow_share = [&](double slowdown) {
+    int slow = 0;
+    const int trials = 2000;
+    for (int k = 0; k < trials; ++k) {
+      const auto r = cvs::localise_links(names(8), fabric(slowdown), 0.10);
+      for (const auto& run : r.runs)
+        if (run.round == 1 && std::set<std::string>{run.a, run.b} == std::set<std::string>{"n2", "n3"})
+          slow += run.slow;
+    }
+    return static_cast<double>(slow) / trials;
+  };
+  EXPECT_GE(slow_share(power->slowdown), 0.95);
+  const double at_bound = slow_share(0.10);
+  EXPECT_GT(at_bound, 0.1);
+  EXPECT_LT(at_bound, 0.6) << "the bound alone is caught about as often as not";
+  cvs::PairsResult none;
+  EXPECT_FALSE(cvs::link_detection_power(none)) << "no reference, no power";
 }

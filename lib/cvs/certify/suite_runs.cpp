@@ -164,6 +164,8 @@ void read_pair(PairRun& p, const ProcResult& result, const fs::path& dir) {
     if (figure.metric == "step_time_p50_ms" && !figure.is_probe()) {
       p.sweep = figure.sweep;
       p.step_ms = v;
+      if (const auto it = n.intervals.find(figure); it != n.intervals.end())
+        p.half_width_ms = (it->second.second - it->second.first) / 2;
       break;
     }
 }

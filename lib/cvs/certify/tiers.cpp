@@ -264,6 +264,13 @@ class LinksTier final : public Tier {
     t.summary = std::to_string(pairs.runs.size()) + " two-node run(s), reference " +
                 short_number(pairs.reference_ms) + " ms a step" +
                 (links.empty() ? "" : "; slow link(s): " + links);
+    if (const auto d = link_detection_power(pairs, c.in.confidence)) {
+      t.detection_power_pct = d->slowdown * 100;
+      t.detection_power_figure = "pair step_time_p50_ms";
+      t.summary +=
+          fmt::format("; would have caught a link slowing its pair's step >= {:.1f} % (95 % power, {} pairs)",
+                      *t.detection_power_pct, d->pairs);
+    }
   }
 };
 

@@ -78,8 +78,10 @@ struct TierRecord {
   // one training run that --budget-minutes holds the later tiers against, kept for --resume.
   double run_seconds = 0;
   double budget_minutes = 0;  // the --budget-minutes of the command that ran it (0: none)
-  // Nodes tier: what it could have seen, the least slowdown of one node its scoring flags with 95 %
-  // power from the figures it measured (fleet/fleet.hpp: detection_power), over its sweeps' tokens/s.
+  // What it could have seen, at 95 % power from the figures it measured: the nodes tier the least
+  // slowdown of one node its scoring flags (fleet/fleet.hpp: detection_power), over its sweeps'
+  // tokens/s; the links tier the least rise of one pair's step time (fleet_pairs.hpp:
+  // link_detection_power, figure "pair step_time_p50_ms").
   std::optional<double> detection_power_pct;
   std::string detection_power_figure;  // the sweep and metric it was best on
   // Where its node-minutes went: its runs' phases from their logs (logs/run_timeline.hpp), times

@@ -7,6 +7,7 @@
 #include "cvs/base/format.hpp"
 #include "cvs/base/text.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/step_stats.hpp"
 
 namespace cvs {
 namespace {
@@ -149,6 +150,20 @@ std::vector<std::vector<PairRun>> disjoint_batches(const std::vector<PairRun>& p
   return batches;
 }
 
+std::optional<LinkDetectionPower> link_detection_power(const PairsResult& pairs, double interval_confidence,
+                                                       double power) {
+  std::vector<double> halves;
+  for (const auto& r : pairs.runs)
+    if (r.round == 1 && r.ran() && std::isfinite(r.half_width_ms) && r.half_width_ms >= 0)
+      halves.push_back(r.half_width_ms);
+  if (halves.empty() || !(pairs.reference_ms > 0)) return std::nullopt;
+  LinkDetectionPower d{0, pairs.reference_ms, percentile(halves, 50), halves.size()};
+  const double sigma = d.half_width_ms / normal_quantile((1 + interval_confidence) / 2);
+  // Slow on its run and on its run again, each on its own noise: each with probability sqrt(power).
+  d.slowdown = pairs.min_deviation + normal_quantile(std::sqrt(power)) * sigma / pairs.reference_ms;
+  return d;
+}
+
 PairsResult localise_links(const std::vector<std::string>& nodes, const PairRunner& run,
                            double min_deviation) {
   PairsResult out;
@@ -200,17 +215,20 @@ nlohmann::ordered_json pairs_json(const PairsResult& pairs) {
   j["min_deviation"] = pairs.min_deviation;
   auto runs = nlohmann::ordered_json::array();
   for (const auto& r : pairs.runs)
-    runs.push_back({{"round", r.round},
-                    {"nodes", {r.a, r.b}},
-                    {"status", to_string(r.status, "")},
-                    {"sweep", r.sweep},
-                    {"step_time_p50_ms", std::isfinite(r.step_ms) ? nlohmann::ordered_json(r.step_ms)
-                                                                  : nlohmann::ordered_json(nullptr)},
-                    {"tries", r.tries},
-                    {"first_try_ms", std::isfinite(r.first_ms) ? nlohmann::ordered_json(r.first_ms)
-                                                               : nlohmann::ordered_json(nullptr)},
-                    {"slow", r.slow},
-                    {"failure", r.failure}});
+    runs.push_back(
+        {{"round", r.round},
+         {"nodes", {r.a, r.b}},
+         {"status", to_string(r.status, "")},
+         {"sweep", r.sweep},
+         {"step_time_p50_ms",
+          std::isfinite(r.step_ms) ? nlohmann::ordered_json(r.step_ms) : nlohmann::ordered_json(nullptr)},
+         {"step_time_half_width_ms", std::isfinite(r.half_width_ms) ? nlohmann::ordered_json(r.half_width_ms)
+                                                                    : nlohmann::ordered_json(nullptr)},
+         {"tries", r.tries},
+         {"first_try_ms",
+          std::isfinite(r.first_ms) ? nlohmann::ordered_json(r.first_ms) : nlohmann::ordered_json(nullptr)},
+         {"slow", r.slow},
+         {"failure", r.failure}});
   j["runs"] = runs;
   auto sus = nlohmann::ordered_json::array();
   for (const auto& [n, t] : pairs.suspects) sus.push_back({{"node", n}, {"evidence", t}});

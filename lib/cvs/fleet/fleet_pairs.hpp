@@ -18,6 +18,7 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,11 @@ struct PairRun {
   bool slow = false;
   int tries = 1;  // a slow run that ran is run once more; step_ms is the faster of the two
   double first_ms = std::numeric_limits<double>::quiet_NaN();  // the first try's, when tried twice
-  double seconds = 0;                                          // wall time of its runs
-  long long steps = 0;                                         // training steps of its runs
-  PhaseTotals phases;  // its runs' (the head's), node-seconds of one node
+  // Its step time's steady-state interval half-width (the first try's), when it has one.
+  double half_width_ms = std::numeric_limits<double>::quiet_NaN();
+  double seconds = 0;   // wall time of its runs
+  long long steps = 0;  // training steps of its runs
+  PhaseTotals phases;   // its runs' (the head's), node-seconds of one node
   bool ran() const { return status == Outcome::Pass && step_ms > 0; }
 };
 
@@ -58,6 +61,23 @@ std::vector<std::vector<PairRun>> disjoint_batches(const std::vector<PairRun>& p
 
 PairsResult localise_links(const std::vector<std::string>& nodes, const PairRunner& run,
                            double min_deviation);
+
+// What the pairs could have seen: the least rise of one pair's step time above the reference, as
+// a fraction of it (a slow link between its two nodes), that the rule flags with probability
+// `power`: the run slow (beyond min_deviation above the reference) and its run again slow too,
+// each measured as noisy as round 1's median step-time interval says (standard error = half-width
+// / the interval's z at `interval_confidence`), so P(slow once)^2 >= power. 0.062: "would have
+// caught a link slowing its pair's step >= 6.2 %". nullopt without a reference or any round-1 run
+// with an interval.
+struct LinkDetectionPower {
+  double slowdown = 0;       // a fraction of the reference
+  double reference_ms = 0;   // the pairs' reference step time
+  double half_width_ms = 0;  // round 1's median interval half-width, the noise used
+  std::size_t pairs = 0;     // round 1's runs with an interval
+};
+std::optional<LinkDetectionPower> link_detection_power(const PairsResult& pairs,
+                                                       double interval_confidence = 0.95,
+                                                       double power = 0.95);
 
 // The pairs' suspects into the fleet's scores (each a suspect with its evidence, worst first).
 void apply_pair_findings(FleetScore& score, const PairsResult& pairs);
