@@ -1,18 +1,24 @@
-# Embeds the node agent's POSIX sh programs (lib/cvs/exec/agent/*.sh) into a C++ header at build time:
-# each as a raw string constant, full-line comments and blank lines removed (the programs travel
-# as argv on every node). Run by lib/CMakeLists.txt:
+# Embeds the node agent's programs (lib/cvs/exec/agent/*.sh, POSIX sh, and *.py, Python run by the
+# training's python -c) into a C++ header at build time: each as a raw string constant named as its
+# file without the extension, full-line comments and blank lines removed (the programs travel as
+# argv on every node; the Python ones hold no multi-line strings). A name without an extension is
+# a .sh. Run by lib/CMakeLists.txt:
 #   cmake -DDIR=<folder of the .sh files> -DNAMES=a,b,c -DOUT=<header> -P embed_scripts.cmake
 string(REPLACE "," ";" names "${NAMES}")
-set(out "// Generated from lib/cvs/exec/agent/*.sh by cmake/embed_scripts.cmake at build time: edit the .sh files.\n")
+set(out "// Generated from lib/cvs/exec/agent/*.sh and *.py by cmake/embed_scripts.cmake at build time: edit those files.\n")
 string(APPEND out "#pragma once\n\nnamespace cvs::agent::scripts {\n")
-foreach(name IN LISTS names)
-  file(READ "${DIR}/${name}.sh" text)
+foreach(file_name IN LISTS names)
+  if(NOT file_name MATCHES "\\.")
+    string(APPEND file_name ".sh")
+  endif()
+  string(REGEX REPLACE "\\.[a-z]+$" "" name "${file_name}")
+  file(READ "${DIR}/${file_name}" text)
   string(PREPEND text "\n")
   string(REGEX REPLACE "\n[ \t]*#[^\n]*" "" text "${text}")
   string(REGEX REPLACE "\n\n+" "\n" text "${text}")
   string(REGEX REPLACE "^\n" "" text "${text}")
   if(text MATCHES "\\)CVSSH")
-    message(FATAL_ERROR "${name}.sh contains the raw-string delimiter )CVSSH")
+    message(FATAL_ERROR "${file_name} contains the raw-string delimiter )CVSSH")
   endif()
   string(APPEND out "inline constexpr const char* ${name} = R\"CVSSH(${text})CVSSH\";\n")
 endforeach()

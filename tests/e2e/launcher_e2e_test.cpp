@@ -41,17 +41,22 @@ class LauncherE2E : public ::testing::Test {
     return cvs::test::cpu_run_request(c, name, steps, root / "report");
   }
   static cvs::PollPolicy fast() { return cvs::test::cpu_poll_policy(); }
-  // No live (non-zombie) process is left in the session recorded by a run's pid file, within a
-  // few seconds (a SIGKILLed multi-threaded python takes a moment to finish exiting).
+  // No live (non-zombie) process is left in the session recorded by a run's pid file, nor the
+  // training forked from the warm trainer that the session stood for (its pid in <pid file>.warm),
+  // within a few seconds (a SIGKILLed multi-threaded python takes a moment to finish exiting).
   static bool session_gone(const fs::path& pid_file) {
-    std::ifstream in(pid_file);
-    std::string sid;
-    in >> sid;
-    if (sid.empty()) return true;
+    std::string sid, warm;
+    std::ifstream(pid_file) >> sid;
+    std::ifstream(pid_file.string() + ".warm") >> warm;
+    if (sid.empty() && warm.empty()) return true;
     for (int i = 0; i < 50; ++i) {
-      auto r = cvs::run_one({{"sh", "-c", "ps -o stat= -s \"$1\" | grep -v '^Z' || true", "ps", sid},
-                             std::chrono::seconds(5),
-                             ""});
+      auto r = cvs::run_one(
+          {{"sh", "-c",
+            "{ [ -z \"$1\" ] || ps -o stat= -s \"$1\"; [ -z \"$2\" ] || ps -o stat= -p \"$2\"; } "
+            "| grep -v '^Z' || true",
+            "ps", sid, warm},
+           std::chrono::seconds(5),
+           ""});
       if (r.out.empty()) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -75,6 +80,35 @@ TEST_F(LauncherE2E, ACompletedRunHasEveryStepAndTheEffectiveConfig) {
   EXPECT_TRUE(fs::exists(o.nodes[0].local_log));
   EXPECT_EQ(fs::file_size(o.nodes[0].local_log), o.nodes[0].scan.bytes) << "the report copy is the whole log";
   EXPECT_TRUE(fs::exists(root / "LOGS/jaxmaxtext/ok/node-0/training.log"));
+}
+
+// train_params.warm_start (the default): every training of a session is a process forked from the
+// node's warm trainer, which imported MaxText once; it trains exactly as a new python does.
+TEST_F(LauncherE2E, AWarmStartedTrainingTrainsAsAColdOneStepForStep) {
+  std::vector<std::vector<double>> losses;
+  for (bool warm : {true, true, false}) {
+    auto j = base;
+    j["train_params"]["warm_start"] = warm;
+    auto c = config(j);
+    auto cl = cvs::default_cluster();
+    cvs::Launcher l(c, cl, fast());
+    ASSERT_TRUE(l.setup().empty());
+    const std::string name = std::string(warm ? "warm" : "cold") + std::to_string(losses.size());
+    auto o = l.run(request(c, name, 20));
+    ASSERT_TRUE(o.ok) << o.failure;
+    std::ifstream in(o.nodes[0].local_log);
+    std::string line2;
+    std::getline(in, line2);
+    std::getline(in, line2);
+    EXPECT_EQ(line2.find(warm ? "cvs-warm: training in process " : "cvs-warm"), warm ? 0u : std::string::npos)
+        << name << "'s second line: " << line2;
+    EXPECT_EQ(fs::exists(root / "LOGS/jaxmaxtext" / name / "node-0/pid.warm"), warm);
+    losses.emplace_back();
+    for (const auto& s : o.nodes[0].scan.steps) losses.back().push_back(s.loss);
+    ASSERT_EQ(losses.back().size(), 20u);
+  }
+  EXPECT_EQ(losses[0], losses[2]) << "warm and cold: the same loss every step";
+  EXPECT_EQ(losses[1], losses[2]);
 }
 
 TEST_F(LauncherE2E, AMaxTextErrorStopsEveryNodeAndNamesNodeAndLine) {

@@ -150,6 +150,7 @@ void from_json(JsonReader& r, TrainParams& t) {
   r.str("maxtext_branch", t.maxtext_branch);
   r.str("maxtext_root", t.maxtext_root);
   r.str("maxtext_install_cmd", t.maxtext_install_cmd);
+  r.boolean("warm_start", t.warm_start);
   if (t.train_script_paths.empty())
     r.issues().add(r.at("train_script_paths"), "no train script candidates",
                    "list the in-container MaxText entrypoints newest first, e.g. "

@@ -67,6 +67,9 @@ struct TrainParams {
   std::string maxtext_install_cmd;
   OrderedJson maxtext_config = OrderedJson::object();
   std::vector<std::pair<std::string, std::string>> xla_flags;
+  // cvs-maxtext's own: a warm trainer per node imports the train script once a session and each
+  // training is forked from it (exec/agent/warm_trainer.py); not under Slurm (a step per run).
+  bool warm_start = true;
 };
 void from_json(JsonReader& r, TrainParams& out);
 

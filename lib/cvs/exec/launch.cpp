@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 
 #include "cvs/base/text.hpp"
@@ -290,7 +291,48 @@ std::vector<std::string> Launcher::setup() {
                          cluster_.nodes[0].name + "'s " + first + " (mixed MaxText versions)");
   }
   train_script_ = first;
+  if (problems.empty()) start_warm_trainers();
   return problems;
+}
+
+// A warm trainer on every node, started now, importing while the session sets up; the first
+// training waits for its node's. Not under Slurm (each training is a step of its own) nor with
+// train_params.warm_start false. A trainer that does not start leaves every training cold.
+void Launcher::start_warm_trainers() {
+  if (!cfg_.train_params.warm_start || placement_->writes_yaml_in_a_step() || train_script_.empty()) return;
+  static std::atomic<int> sessions{0};
+  std::string tag = labels_.controller + "-" + std::to_string(sessions++);
+  std::replace_if(
+      tag.begin(), tag.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '-');
+  const auto& python = cfg_.train_params.python;
+  std::vector<WarmTrainer> warm(cluster_.nodes.size());
+  std::vector<std::vector<std::string>> per_node(warm.size());
+  std::vector<EnvList> envs(warm.size());
+  for (std::size_t r = 0; r < warm.size(); ++r) {
+    const std::string dir = cfg_.paths.temp_dir + "/warm-trainer/" + tag + "/node-" + std::to_string(r);
+    warm[r] = {"cvs-warm-" + tag + "-" + std::to_string(r), dir + "/pid"};
+    auto [argv, env] =
+        placement_->training(r, agent::warm_trainer(python, warm[r].name, train_script_, 900), node_env(r));
+    per_node[r] = agent::if_warm_capable(
+        python, agent::start_detached(dir + "/trainer.log", dir + "/exit_code", warm[r].pid_file, argv));
+    envs[r] = std::move(env);
+  }
+  auto rs = agent_fan_out(per_node, std::chrono::seconds(120), envs);
+  bool all = true;
+  for (std::size_t r = 0; r < rs.size(); ++r) {
+    if (rs[r].ok()) {
+      pid_files_live_.push_back(warm[r].pid_file);  // stopped at teardown
+      continue;
+    }
+    all = false;
+    if (rs[r].exit_code == 19) {
+      spdlog::info("{}: {} is not a Python 3.9+: every training starts cold", cluster_.nodes[r].name, python);
+      continue;
+    }
+    spdlog::warn("{}: the warm trainer did not start ({}): every training starts cold",
+                 cluster_.nodes[r].name, rs[r].describe());
+  }
+  if (all) warm_ = std::move(warm);
 }
 
 std::vector<std::string> Launcher::teardown() {

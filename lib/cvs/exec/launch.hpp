@@ -177,6 +177,13 @@ class Launcher {
   std::string image_id_;
   bool launched_ = false;
   std::vector<std::string> pid_files_live_;
+  // Each node's warm trainer (agent::warm_trainer), rank order; empty: every training starts cold.
+  struct WarmTrainer {
+    std::string name;      // its abstract socket
+    std::string pid_file;  // its session's pid file on the node
+  };
+  std::vector<WarmTrainer> warm_;
+  void start_warm_trainers();
 };
 
 }  // namespace cvs

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "cvs/agent_scripts.hpp"  // generated from lib/cvs/exec/agent/*.sh
+#include "cvs/agent_scripts.hpp"  // generated from lib/cvs/exec/agent/*.sh and *.py
 
 namespace cvs::agent {
 namespace {
@@ -61,15 +61,35 @@ std::vector<std::string> stream(const std::string& log, const std::string& rc_fi
 }
 
 std::vector<std::string> with_telemetry(const std::string& out, double interval_s, const std::string& log,
-                                        const std::vector<std::string>& argv) {
-  std::vector<std::string> v = {"sh",
-                                "-c",
-                                scripts::with_telemetry,
-                                "cvs-train",
-                                out,
-                                seconds(interval_s),
-                                log,
-                                with_common(scripts::telemetry)};
+                                        const std::vector<std::string>& argv,
+                                        const std::string& warm_pid_file) {
+  std::vector<std::string> v = {"sh",        "-c",          scripts::with_telemetry,
+                                "cvs-train", out,           seconds(interval_s),
+                                log,         warm_pid_file, with_common(scripts::telemetry)};
+  v.insert(v.end(), argv.begin(), argv.end());
+  return v;
+}
+
+std::vector<std::string> warm_trainer(const std::string& python, const std::string& name,
+                                      const std::string& script, double idle_s) {
+  return {python, "-c", scripts::warm_trainer, name, script, seconds(idle_s)};
+}
+
+std::vector<std::string> if_warm_capable(const std::string& python, const std::vector<std::string>& argv) {
+  std::vector<std::string> v = {"sh", "-c",
+                                "\"$1\" -I -S -c 'import socket, sys; sys.exit(not hasattr(socket, "
+                                "\"send_fds\"))' </dev/null >/dev/null 2>&1 "
+                                "|| exit 19; shift; exec \"$@\"",
+                                "cvs-warm-check", python};
+  v.insert(v.end(), argv.begin(), argv.end());
+  return v;
+}
+
+std::vector<std::string> warm_start(const std::string& python, const std::string& name,
+                                    const std::string& trainer_pid_file, const std::string& pid_out,
+                                    const std::vector<std::string>& argv) {
+  std::vector<std::string> v = {python,           "-I",    "-S", "-c", scripts::warm_start, name,
+                                trainer_pid_file, pid_out, "--"};
   v.insert(v.end(), argv.begin(), argv.end());
   return v;
 }

@@ -42,9 +42,30 @@ std::vector<std::string> stream(const std::string& log, const std::string& rc_fi
                                 unsigned long long telemetry_offset = 0);
 
 // argv run with the telemetry sampler beside it (telemetry.sh, every interval_s, appending to
-// `out`), exiting with argv's exit code after the sampler's last sample.
+// `out`), exiting with argv's exit code after the sampler's last sample. With warm_pid_file, argv
+// is a warm start (below) that writes there the pid of the training it stands for: the sampler
+// takes that process's CPU time and counts its GPU processes as the training's.
 std::vector<std::string> with_telemetry(const std::string& out, double interval_s, const std::string& log,
-                                        const std::vector<std::string>& argv);
+                                        const std::vector<std::string>& argv,
+                                        const std::string& warm_pid_file = "");
+
+// The warm trainer of a node (warm_trainer.py, run by `python -c`): imports `script` (MaxText's
+// train.py and all it imports) once, then serves trainings forked from it on the abstract unix
+// socket @name (this user only) until idle_s seconds pass without one. Started detached with the
+// training's environment; a request in another environment, python or script is refused.
+std::vector<std::string> warm_trainer(const std::string& python, const std::string& name,
+                                      const std::string& script, double idle_s);
+// `argv` where `python` is a Python that passes descriptors (3.9+, what the warm trainer needs);
+// else exit 19 (a train_params.python that is a shell, as a test trainer's, or an old Python).
+std::vector<std::string> if_warm_capable(const std::string& python, const std::vector<std::string>& argv);
+// `argv` (python script args: a training) as a process forked from the warm trainer @name
+// (warm_start.py): this process stands for it (its exit code, signals passed on, killed it takes
+// the training along) and writes its pid to pid_out. It waits while the trainer whose pid file is
+// trainer_pid_file still imports; with the trainer gone or refusing, it execs argv itself (a cold
+// start, one line in the log says why).
+std::vector<std::string> warm_start(const std::string& python, const std::string& name,
+                                    const std::string& trainer_pid_file, const std::string& pid_out,
+                                    const std::vector<std::string>& argv);
 
 // TERM to the run's whole session, KILL after a grace period.
 std::vector<std::string> stop(const std::string& pid_file, int grace_seconds);

@@ -238,9 +238,15 @@ std::string Launcher::RunMonitor::start() {
   std::vector<EnvList> envs(n_);
   for (std::size_t r = 0; r < n_; ++r) {
     const auto& t = nodes_[r];
-    std::vector<std::string> argv = {l_.cfg_.train_params.python, l_.train_script_, t.yaml};
+    const auto& python = l_.cfg_.train_params.python;
+    std::vector<std::string> argv = {python, l_.train_script_, t.yaml};
+    std::string warm_pid;
+    if (!l_.warm_.empty()) {
+      warm_pid = t.pid + ".warm";
+      argv = agent::warm_start(python, l_.warm_[r].name, l_.warm_[r].pid_file, warm_pid, argv);
+    }
     if (!t.telemetry_file.empty())
-      argv = agent::with_telemetry(t.telemetry_file, telemetry_interval_s(), t.log, argv);
+      argv = agent::with_telemetry(t.telemetry_file, telemetry_interval_s(), t.log, argv, warm_pid);
     auto [train, env] = l_.placement_->training(r, argv, l_.node_env(r));
     envs[r] = std::move(env);
     per_node[r] = agent::start_detached(

@@ -1,14 +1,17 @@
 # shellcheck shell=sh
 # shellcheck disable=SC2154 # alive comes from common.sh, prepended at build time
-# telemetry OUT INTERVAL_S PID [LOG]: appends samples of the node to OUT every INTERVAL_S while PID
-# (the training, whose output is LOG) lives, and one more after it is gone or a USR1 says so (with_telemetry, once the
+# telemetry OUT INTERVAL_S PID [LOG [WARM_PID_FILE]]: appends samples of the node to OUT every
+# INTERVAL_S while PID (the training, whose output is LOG) lives, and one more after it is gone or a USR1 says so (with_telemetry, once the
 # training ended); the lines are described in logs/telemetry.hpp. Started beside the training, in
 # its session: a stop that ends the session ends it too. Nothing it cannot read stops it: it says
-# so once, in an N line.
+# so once, in an N line. A training forked from the warm trainer (warm_start.py) is not under PID:
+# PID stands for it, and WARM_PID_FILE, once written, names it (its CPU time and GPU processes).
 out=$1
 iv=$2
 pid=$3
 log=${4:-}
+warm=${5:-}
+tpid=$pid
 exec 5>>"$out" || exit 0
 exec </dev/null >/dev/null 2>&1
 tick=$(getconf CLK_TCK 2>/dev/null) || tick=100
@@ -55,7 +58,7 @@ owner() {
   a=$1
   hops=0
   while [ "$a" -gt 1 ] 2>/dev/null && [ $hops -lt 64 ]; do
-    [ "$a" = "$pid" ] && { echo ours; return; }
+    [ "$a" = "$pid" ] || [ "$a" = "$tpid" ] && { echo ours; return; }
     l=$(cat "/proc/$a/stat" 2>/dev/null) || break
     r=${l##*) }
     # shellcheck disable=SC2086 # fields split on purpose
@@ -75,9 +78,12 @@ training() {
 }
 sample() {
   read -r up _ </proc/uptime
+  if [ -n "$warm" ] && [ "$tpid" = "$pid" ] && read -r w <"$warm" 2>/dev/null; then
+    case $w in '' | *[!0-9]*) ;; *) tpid=$w ;; esac
+  fi
   # The training's CPU time, with the children it reaped (one read: the training is one process).
   ticks=-
-  if read -r l <"/proc/$pid/stat" 2>/dev/null; then
+  if read -r l <"/proc/$tpid/stat" 2>/dev/null; then
     r=${l##*) }
     # shellcheck disable=SC2086 # fields split on purpose
     set -- $r

@@ -1,0 +1,72 @@
+# warm_start NAME TRAINER_PID_FILE PID_OUT -- ARGV...: runs ARGV (python SCRIPT ARGS: a training)
+# as a process forked from the warm trainer @NAME (warm_trainer.py), with this process's standard
+# input and output, directory and environment, and exits with its exit code; the training's pid is
+# written to PID_OUT (the telemetry sampler's). Stands for the training where it was started:
+# TERM, INT, HUP, QUIT, USR1 and USR2 are passed on; killed, it takes the training with it. While
+# the trainer still imports (its pid alive, no socket yet), waits; when it is gone, or refuses
+# the request, execs ARGV itself (a cold start) and says why in one line.
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+
+NAME, TRAINER_PID_FILE, PID_OUT = sys.argv[1:4]
+ARGV = sys.argv[5:]
+
+
+def cold(why):
+    print(f"cvs-warm: cold start: {why}", flush=True)
+    os.execvp(ARGV[0], ARGV)
+
+
+def trainer_alive():
+    try:
+        with open(TRAINER_PID_FILE) as f:
+            pid = int(f.read().strip() or 0)
+        with open(f"/proc/{pid}/status") as f:
+            return pid > 1 and not any(l.startswith("State:\tZ") for l in f)
+    except (OSError, ValueError):
+        return False
+
+
+def connect():
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect("\0" + NAME)
+            return s
+        except OSError:
+            s.close()
+        if not trainer_alive():
+            cold("the warm trainer is not running")
+        time.sleep(0.05)
+
+
+s = connect()
+req = json.dumps({"argv": ARGV, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
+answer = s.makefile("rb")
+try:
+    socket.send_fds(s, [struct.pack("!I", len(req))], [0, 1, 2])
+    s.sendall(req)
+    line = answer.readline().decode().strip()
+except OSError as e:
+    line = f"refused {e}"
+if not line.startswith("pid "):
+    s.close()
+    cold(line[len("refused "):] if line.startswith("refused ") else "the warm trainer did not answer")
+pid = int(line.split()[1])
+print(f"cvs-warm: training in process {pid}, forked from the warm trainer", flush=True)
+if PID_OUT:
+    with open(PID_OUT + ".tmp", "w") as f:
+        f.write(f"{pid}\n")
+    os.replace(PID_OUT + ".tmp", PID_OUT)
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+    signal.signal(sig, lambda n, _: s.send(bytes([n])))
+line = answer.readline().decode().strip()
+if not line.startswith("exit "):
+    print("cvs-warm: the warm trainer ended before the training's exit code came", flush=True)
+    sys.exit(1)
+sys.exit(int(line.split()[1]))

@@ -1,0 +1,158 @@
+# warm_trainer NAME SCRIPT IDLE_S: the warm trainer of one node for one session (python -c, the
+# training's own python and environment). It runs SCRIPT's imports once (MaxText, JAX, Flax: about
+# 4 s on a CPU, more on a GPU node), then serves @NAME (an abstract unix socket, this user only):
+# each request (warm_start.py) is one training, forked from here with the requester's standard
+# input and output, directory, environment and argv, and run as `python SCRIPT ARGS` would
+# (runpy, __main__): a process of its own, its exit code sent back. A request whose python,
+# script or environment is not the one preloaded is refused (the requester starts cold). No JAX
+# backend is initialised here (a fork after that is unsafe): each training initialises its own.
+# Ends after IDLE_S seconds without a training, or with its session (the launcher's teardown).
+import json
+import os
+import runpy
+import select
+import shutil
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import warnings
+
+NAME, SCRIPT, IDLE_S = sys.argv[1], os.path.abspath(sys.argv[2]), float(sys.argv[3])
+IGNORED_ENV = {"_", "SHLVL", "PWD", "OLDPWD"}
+started = time.monotonic()
+env0 = dict(os.environ)  # before the imports: some of them set variables of their own
+sys.argv = [SCRIPT]
+sys.path[0] = os.path.dirname(SCRIPT)
+runpy.run_path(SCRIPT, run_name="cvs_warm_preload")
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind("\0" + NAME)
+server.listen(64)
+print(f"cvs-warm: {SCRIPT} imported in {time.monotonic() - started:.1f} s; serving @{NAME}", flush=True)
+running = {}
+
+
+def recv_exact(conn, n):
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise EOFError("the requester closed the connection")
+        data += chunk
+    return data
+
+
+def refusal(req):
+    python = req["argv"][0]
+    if os.sep not in python:
+        python = shutil.which(python, path=req["env"].get("PATH")) or python
+    if os.path.abspath(python) != os.path.abspath(sys.executable):
+        return f"python {req['argv'][0]} is not the warm trainer's {sys.executable}"
+    if len(req["argv"]) < 2 or os.path.abspath(req["argv"][1]) != SCRIPT:
+        return f"the script is not the warm trainer's {SCRIPT}"
+    env = {k: v for k, v in req["env"].items() if k not in IGNORED_ENV}
+    mine = {k: v for k, v in env0.items() if k not in IGNORED_ENV}
+    differ = sorted(k for k in set(env) | set(mine) if env.get(k) != mine.get(k))
+    if differ:
+        return "the environment differs from the warm trainer's in " + ", ".join(differ)
+    return ""
+
+
+def watch(conn):
+    # The requester relays signals as one byte each; its end closing means it was killed.
+    while True:
+        try:
+            b = conn.recv(1)
+        except OSError:
+            b = b""
+        if not b:
+            os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), b[0])
+
+
+def become_training(conn, fds, req):
+    server.close()
+    for c in running.values():
+        c.close()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+    os.chdir(req["cwd"])  # the environment is the trainer's: the requester's, as the imports left it
+    threading.Thread(target=watch, args=(conn,), daemon=True).start()
+    sys.argv = [SCRIPT] + req["argv"][2:]
+    runpy.run_path(SCRIPT, run_name="__main__")
+    sys.exit(0)
+
+
+def serve(conn):
+    # Returns normally in this process; in the forked training it never returns.
+    try:
+        uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+        if uid != os.getuid():
+            conn.sendall(b"refused another user\n")
+            conn.close()
+            return
+        head, fds, _, _ = socket.recv_fds(conn, 4, 3)
+        if len(head) != 4 or len(fds) != 3:
+            raise EOFError("a request without its length or its three descriptors")
+        req = json.loads(recv_exact(conn, struct.unpack("!I", head)[0]))
+        why = refusal(req)
+        if why:
+            conn.sendall(f"refused {why}\n".encode())
+            conn.close()
+            for fd in fds:
+                os.close(fd)
+            return
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as e:
+        print(f"cvs-warm: a bad request: {e}", flush=True)
+        conn.close()
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        become_training(conn, fds, req)
+    for fd in fds:
+        os.close(fd)
+    running[pid] = conn
+    try:
+        conn.sendall(f"pid {pid}\n".encode())
+    except OSError:
+        pass
+
+
+def reap():
+    while running:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            return
+        conn = running.pop(pid, None)
+        if conn is None:
+            continue
+        code = os.waitstatus_to_exitcode(status)
+        try:
+            conn.sendall(f"exit {128 - code if code < 0 else code}\n".encode())
+        except OSError:
+            pass
+        conn.close()
+
+
+idle_since = time.monotonic()
+while True:
+    readable, _, _ = select.select([server], [], [], 0.2)
+    if readable:
+        serve(server.accept()[0])
+    reap()
+    if running:
+        idle_since = time.monotonic()
+    elif time.monotonic() - idle_since > IDLE_S:
+        print(f"cvs-warm: idle {IDLE_S:.0f} s, ending", flush=True)
+        sys.exit(0)

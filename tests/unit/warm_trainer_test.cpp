@@ -1,0 +1,225 @@
+// The warm trainer (exec/agent/warm_trainer.py) and the warm start that stands for each training
+// (warm_start.py), run for real: Debian's python3, started by the node agent's own programs as the
+// launcher starts them, on a stand-in train script whose one import counts how often it ran.
+// MaxText itself forked from the trainer is the launcher e2e's (label e2e).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cvs/base/text.hpp"
+#include "cvs/exec/node_agent.hpp"
+#include "cvs/exec/process.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+using Argv = std::vector<std::string>;
+
+namespace {
+
+// The stand-in: `heavy` counts its imports (MaxText's import is what the trainer saves); the modes
+// exit with a code, sleep (TERM: prints and exits 7), sleep with TERM's default, or burn CPU.
+constexpr const char* kScript = R"(import os, signal, sys, time
+import heavy
+def main():
+    mode = sys.argv[1]
+    print("argv", sys.argv[1:], "cwd", os.getcwd(), flush=True)
+    if mode == "exit":
+        sys.exit(int(sys.argv[2]))
+    if mode == "sleep":
+        signal.signal(signal.SIGTERM, lambda *a: (print("term", flush=True), sys.exit(7)))
+        time.sleep(300)
+    if mode == "sleep-default":
+        time.sleep(300)
+    if mode == "burn":
+        while time.process_time() < 0.6:
+            pass
+if __name__ == "__main__":
+    main()
+)";
+
+class WarmTrainer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("cvs_warm_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir / "script");
+    std::ofstream(dir / "script/train.py") << kScript;
+    std::ofstream(dir / "script/heavy.py")
+        << "import os\nopen(os.path.join(os.path.dirname(__file__), 'imports'), 'a').write('x\\n')\n";
+    name = "cvs-warm-test-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+  void TearDown() override {
+    run(cvs::agent::stop(trainer_pid(), 2));
+    fs::remove_all(dir);
+  }
+  cvs::ProcResult run(const Argv& a) { return cvs::run_one({a, std::chrono::seconds(30), "t"}); }
+  std::string trainer_pid() const { return (dir / "trainer/pid").string(); }
+  std::string script() const { return (dir / "script/train.py").string(); }
+  int imports() const {
+    std::ifstream in(dir / "script/imports");
+    return static_cast<int>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
+  }
+  void start_trainer(double idle_s = 120) {
+    ASSERT_TRUE(run(cvs::agent::start_detached((dir / "trainer/trainer.log").string(),
+                                               (dir / "trainer/exit_code").string(), trainer_pid(),
+                                               cvs::agent::warm_trainer("python3", name, script(), idle_s)))
+                    .ok());
+  }
+  // A training started as the launcher starts one (detached, its own session), through a warm
+  // start; `prefix` goes in front of the warm start (env X=1 ...).
+  void start(const std::string& r, const Argv& args, const Argv& prefix = {}) {
+    Argv argv = {"python3", script()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv = cvs::agent::warm_start("python3", name, trainer_pid(), (dir / r / "pid.warm").string(), argv);
+    argv.insert(argv.begin(), prefix.begin(), prefix.end());
+    ASSERT_TRUE(
+        run(cvs::agent::start_detached((dir / r / "training.log").string(), (dir / r / "exit_code").string(),
+                                       (dir / r / "pid").string(), argv))
+            .ok());
+  }
+  bool wait_for(const fs::path& p, double seconds = 30) {
+    for (int i = 0; i < seconds * 20 && !fs::exists(p); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return fs::exists(p);
+  }
+  std::string exit_code(const std::string& run) {
+    return wait_for(dir / run / "exit_code")
+               ? cvs::without_line_ends(cvs::test::read_file(dir / run / "exit_code"))
+               : "none";
+  }
+  std::string log(const std::string& run) { return cvs::test::read_file(dir / run / "training.log"); }
+  long warm_pid(const std::string& run) {
+    if (!wait_for(dir / run / "pid.warm")) return 0;
+    return std::stol(cvs::test::read_file(dir / run / "pid.warm"));
+  }
+  static bool gone(long pid, double seconds = 10) {
+    for (int i = 0; i < seconds * 20; ++i) {
+      std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+      std::string l;
+      if (!std::getline(st, l) || l.find(") Z") != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  fs::path dir;
+  std::string name;
+};
+
+TEST_F(WarmTrainer, TrainingsAreForkedFromOneImportWithTheirArgvDirectoryAndExitCode) {
+  start_trainer();
+  start("a", {"exit", "3"});
+  EXPECT_EQ(exit_code("a"), "3");
+  start("b", {"exit", "0"});
+  EXPECT_EQ(exit_code("b"), "0");
+  EXPECT_EQ(imports(), 1) << "two trainings, one import: the trainer's";
+  for (const char* r : {"a", "b"}) {
+    const auto text = log(r);
+    EXPECT_NE(text.find("cvs-warm: training in process " + std::to_string(warm_pid(r)) + ", forked"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("argv ['exit', '" + std::string(r[0] == 'a' ? "3" : "0") + "'] cwd "),
+              std::string::npos)
+        << text;
+  }
+  EXPECT_NE(warm_pid("a"), warm_pid("b"));
+}
+
+TEST_F(WarmTrainer, AStopEndsTheTrainingAndAKilledStandInTakesItAlong) {
+  start_trainer();
+  // TERM reaches the training (its handler's exit code comes back).
+  start("term", {"sleep"});
+  const long t = warm_pid("term");
+  ASSERT_GT(t, 0);
+  ASSERT_TRUE(wait_for(dir / "term/training.log") && [&] {
+    for (int i = 0; i < 200 && log("term").find("argv") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return true;
+  }());
+  ASSERT_TRUE(run(cvs::agent::stop((dir / "term/pid").string(), 5)).ok());
+  EXPECT_TRUE(gone(t));
+  EXPECT_NE(log("term").find("term\n"), std::string::npos) << log("term");
+  // A stand-in killed outright (no signal to pass on) takes the training along.
+  start("kill", {"sleep-default"});
+  const long k = warm_pid("kill");
+  ASSERT_GT(k, 0);
+  ASSERT_TRUE(run({"sh", "-c", "kill -KILL \"-$(cat \"$1\")\"", "kill", (dir / "kill/pid").string()}).ok());
+  EXPECT_TRUE(gone(k)) << "the forked training outlived its killed stand-in";
+  EXPECT_FALSE(fs::exists(dir / "kill/exit_code")) << "killed: no exit code";
+}
+
+TEST_F(WarmTrainer, ARequestItCannotServeStartsColdAndSaysWhy) {
+  start_trainer();
+  start("env", {"exit", "0"}, {"env", "CVS_WARM_TEST_OTHER=1"});
+  EXPECT_EQ(exit_code("env"), "0");
+  EXPECT_NE(log("env").find("cvs-warm: cold start: the environment differs from the warm trainer's in "
+                            "CVS_WARM_TEST_OTHER"),
+            std::string::npos)
+      << log("env");
+  ASSERT_TRUE(run(cvs::agent::stop(trainer_pid(), 2)).ok());
+  start("gone", {"exit", "4"});
+  EXPECT_EQ(exit_code("gone"), "4");
+  EXPECT_NE(log("gone").find("cvs-warm: cold start: the warm trainer is not running"), std::string::npos)
+      << log("gone");
+  EXPECT_EQ(imports(), 3) << "the trainer's import and each cold training's own";
+}
+
+TEST_F(WarmTrainer, TheFirstTrainingWaitsForTheImportAndAnIdleTrainerEnds) {
+  // The training starts before the trainer: it waits for it rather than starting cold.
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    start_trainer(1);
+  });
+  const pid_t importing = ::fork();  // "importing": a live pid in the pid file, no socket yet
+  if (importing == 0) {
+    ::setpgid(0, 0);
+    ::pause();
+    ::_exit(0);
+  }
+  fs::create_directories(dir / "trainer");
+  std::ofstream(trainer_pid()) << importing << "\n";
+  start("early", {"exit", "0"});
+  late.join();
+  ::kill(importing, SIGKILL);
+  ::waitpid(importing, nullptr, 0);
+  EXPECT_EQ(exit_code("early"), "0");
+  EXPECT_NE(log("early").find("forked from the warm trainer"), std::string::npos) << log("early");
+  EXPECT_EQ(cvs::without_line_ends(wait_for(dir / "trainer/exit_code", 20)
+                                       ? cvs::test::read_file(dir / "trainer/exit_code")
+                                       : "none"),
+            "0")
+      << "idle 1 s after the training: the trainer ends on its own";
+}
+
+TEST_F(WarmTrainer, TheTelemetrySamplerTakesTheForkedTrainingsCpuTime) {
+  start_trainer();
+  Argv argv = cvs::agent::warm_start("python3", name, trainer_pid(), (dir / "burn/pid.warm").string(),
+                                     {"python3", script(), "burn"});
+  argv = cvs::agent::with_telemetry((dir / "burn/telemetry.log").string(), 0.2,
+                                    (dir / "burn/training.log").string(), argv,
+                                    (dir / "burn/pid.warm").string());
+  ASSERT_TRUE(
+      run(cvs::agent::start_detached((dir / "burn/training.log").string(), (dir / "burn/exit_code").string(),
+                                     (dir / "burn/pid").string(), argv))
+          .ok());
+  EXPECT_EQ(exit_code("burn"), "0");
+  const auto tele = cvs::test::read_file(dir / "burn/telemetry.log");
+  long ticks = -1;
+  std::istringstream lines(tele);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("S ", 0) == 0)
+      if (auto p = line.find(" cpu="); p != std::string::npos && line[p + 5] != '-')
+        ticks = std::stol(line.substr(p + 5));
+  EXPECT_GE(ticks, 50) << "0.6 s of the training's CPU in clock ticks (100 a second), not its stand-in's:\n"
+                       << tele;
+}
+
+}  // namespace
