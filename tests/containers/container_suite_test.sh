@@ -58,15 +58,20 @@ case "$scenario" in
       [[ $(grep -c "launching container" "$out/suite.log") -eq 1 ]] || fail "launched more than once"
     else
       python3 - "$out/session/results.json" "$engine" <<'PY' || fail "setup provenance"
-import json, sys
+import json, os, sys
 r = json.load(open(sys.argv[1]))
 setup = [s for s in r["stages"] if s["stage"] == "test_setup"][0]
 assert setup["outcome"] == "PASS", setup
 assert r["provenance"]["image_id"], "no image id"
+# Every training forked from the container's warm trainer (its log's second line says so).
+assert setup["properties"]["warm_start"] == "a warm trainer on each of 1 node(s)", setup["properties"]
+for key, s in r["sweeps"].items():
+    line2 = open(os.path.join(os.path.dirname(sys.argv[1]), s["run"]["nodes"][0]["log"])).read().splitlines()[1]
+    assert line2.startswith("cvs-warm: training in process "), (key, line2)
 PY
     fi
     assert_gone "a PASS"
-    echo "$engine: $scenario PASS, container launched once and removed" ;;
+    echo "$engine: $scenario PASS, container launched once and removed, trainings forked from its warm trainer" ;;
   cache)
     python3 "$here/container_config.py" "$single" "$out/config.json" "$engine" --name "$name" --one-sweep
     # Under the checkout's read-only volume: the runtime mounts the cache writable (and creates it).

@@ -124,6 +124,8 @@ field '
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["config"]["thresholds_source"] == "--thresholds", r["config"]
+setup = [s for s in r["stages"] if s["stage"] == "test_setup"][0]
+assert setup["properties"]["warm_start"] == "off (0 training(s) in this session)", setup["properties"]
 assert r["config"]["threshold_file"].endswith("cpu_jaxmaxtext_tiny_single_threshold.json"), r["config"]
 assert "calibration" not in r
 ' "$out/explicit/results.json" || fail "--thresholds not used"

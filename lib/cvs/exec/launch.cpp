@@ -296,10 +296,23 @@ std::vector<std::string> Launcher::setup() {
 }
 
 // A warm trainer on every node, started now, importing while the session sets up; the first
-// training waits for its node's. Not under Slurm (each training is a step of its own) nor with
-// train_params.warm_start false. A trainer that does not start leaves every training cold.
+// training waits for its node's. Not for fewer than two trainings (expect_trainings), not under Slurm (each
+// training is a step of its own) nor with train_params.warm_start false. A trainer that does not start leaves
+// every training cold.
 void Launcher::start_warm_trainers() {
-  if (!cfg_.train_params.warm_start || placement_->writes_yaml_in_a_step() || train_script_.empty()) return;
+  if (!cfg_.train_params.warm_start) {
+    warm_words_ = "off (train_params.warm_start false)";
+    return;
+  }
+  if (placement_->writes_yaml_in_a_step()) {
+    warm_words_ = "off (Slurm: each training is a step of its own)";
+    return;
+  }
+  if (train_script_.empty()) return;
+  if (expected_trainings_ >= 0 && expected_trainings_ < 2) {
+    warm_words_ = "off (" + std::to_string(expected_trainings_) + " training(s) in this session)";
+    return;
+  }
   static std::atomic<int> sessions{0};
   std::string tag = labels_.controller + "-" + std::to_string(sessions++);
   std::replace_if(
@@ -326,13 +339,17 @@ void Launcher::start_warm_trainers() {
     }
     all = false;
     if (rs[r].exit_code == 19) {
+      warm_words_ = "off (" + cluster_.nodes[r].name + ": " + python + " is not a Python 3.9+)";
       spdlog::info("{}: {} is not a Python 3.9+: every training starts cold", cluster_.nodes[r].name, python);
       continue;
     }
+    warm_words_ = "off (" + cluster_.nodes[r].name + ": the warm trainer did not start)";
     spdlog::warn("{}: the warm trainer did not start ({}): every training starts cold",
                  cluster_.nodes[r].name, rs[r].describe());
   }
-  if (all) warm_ = std::move(warm);
+  if (!all) return;
+  warm_ = std::move(warm);
+  warm_words_ = "a warm trainer on each of " + std::to_string(warm_.size()) + " node(s)";
 }
 
 std::vector<std::string> Launcher::teardown() {

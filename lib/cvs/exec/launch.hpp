@@ -122,6 +122,12 @@ class Launcher {
   RunOutcome run(const RunRequest& req, const ProgressSink& progress = {});
   // Always safe to call, also after a failed setup or twice.
   std::vector<std::string> teardown();
+  // How many trainings the session will start (before setup()): the warm trainers start only for
+  // two or more (one training gains nothing from them; a session that trains nothing, as certify's
+  // preflight, would pay their import for none). Unknown (not called): they start.
+  void expect_trainings(int n) { expected_trainings_ = n; }
+  // After setup(): "a warm trainer on each of N node(s)", or "off (why)" (the setup's warm_start).
+  const std::string& warm_start_words() const { return warm_words_; }
 
   // The env injected into the training process on node `rank` (exposed for tests and reports).
   EnvList node_env(std::size_t rank) const;
@@ -183,6 +189,8 @@ class Launcher {
     std::string pid_file;  // its session's pid file on the node
   };
   std::vector<WarmTrainer> warm_;
+  int expected_trainings_ = -1;
+  std::string warm_words_ = "off";
   void start_warm_trainers();
 };
 
