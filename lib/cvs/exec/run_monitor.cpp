@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "cvs/config/maxtext_yaml.hpp"
 #include "cvs/config/text_file.hpp"
@@ -368,7 +369,7 @@ std::string Launcher::RunMonitor::verdict() {
     auto& t = nodes_[r];
     const auto& no = out_.nodes[r];
     if (!t.lost.empty()) dead.push_back(t.lost);
-    if (auto d = t.death(no, stop_sent_); !d.empty()) dead.push_back(std::move(d));
+    auto d = t.death(no, stop_sent_);
     const auto& sr = t.scanner->result();
     if (const auto* e = t.counted_error()) {
       if (!out_.first_error) {
@@ -379,6 +380,8 @@ std::string Launcher::RunMonitor::verdict() {
       // poll: a later one may find the other nodes' errors too).
       auto msg = no.node + ": error pattern '" + e->pattern_name + "' at " + t.log + ":" +
                  std::to_string(e->line_no) + ": " + e->line;
+      // Its own error explains its own exit code: the exit follows the error, among the errors.
+      if (!d.empty() && no.state == NodeState::Exited) msg += "; " + std::exchange(d, "");
       errors.insert(no.node == out_.first_error_node ? errors.begin() : errors.end(), std::move(msg));
     } else if (sr.abort) {
       errors.push_back(no.node + ": MaxText aborted training on a " + *sr.abort + " loss");
@@ -386,6 +389,7 @@ std::string Launcher::RunMonitor::verdict() {
       errors.push_back(nan);
     }
     if (!t.kernel_failure.empty()) errors.push_back(t.kernel_failure);
+    if (!d.empty()) dead.push_back(std::move(d));
   }
   std::string failure;
   for (const auto* list : {&dead, &errors})

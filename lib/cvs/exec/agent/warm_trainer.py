@@ -3,10 +3,13 @@
 # 4 s on a CPU, more on a GPU node), then serves @NAME (an abstract unix socket, this user only):
 # each request (warm_start.py) is one training, forked from here with the requester's standard
 # input and output, directory, environment and argv, and run as `python SCRIPT ARGS` would
-# (runpy, __main__): a process of its own, its exit code sent back. A request whose python,
-# script or environment is not the one preloaded is refused (the requester starts cold). No JAX
+# (runpy, __main__): a process of its own, its exit code sent back; it ends as the interpreter
+# would (threads joined, exit functions run, output flushed) but skips the module teardown. A
+# request whose python, script or environment is not the one preloaded is refused (the requester
+# starts cold). No JAX
 # backend is initialised here (a fork after that is unsafe): each training initialises its own.
 # Ends after IDLE_S seconds without a training, or with its session (the launcher's teardown).
+import atexit
 import json
 import os
 import runpy
@@ -69,7 +72,8 @@ def watch(conn):
             b = b""
         if not b:
             os.kill(os.getpid(), signal.SIGKILL)
-        os.kill(os.getpid(), b[0])
+        # To the main thread: its handler runs at once, a sleep or a read of it interrupted.
+        signal.pthread_kill(threading.main_thread().ident, b[0])
 
 
 def become_training(conn, fds, req):
@@ -86,8 +90,33 @@ def become_training(conn, fds, req):
     os.chdir(req["cwd"])  # the environment is the trainer's: the requester's, as the imports left it
     threading.Thread(target=watch, args=(conn,), daemon=True).start()
     sys.argv = [SCRIPT] + req["argv"][2:]
-    runpy.run_path(SCRIPT, run_name="__main__")
-    sys.exit(0)
+    try:
+        runpy.run_path(SCRIPT, run_name="__main__")
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+        if not isinstance(e.code, int) and e.code is not None:
+            print(e.code, file=sys.stderr)
+    except KeyboardInterrupt:
+        sys.excepthook(*sys.exc_info())
+        code = 128 + signal.SIGINT
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    end(code)
+
+
+def end(code):
+    # As the interpreter ends: its other threads joined, its exit functions run, its output
+    # flushed; then out at once, without tearing down every imported module one by one (a
+    # second or more of this process's time that nothing reads).
+    for t in threading.enumerate():
+        if t is not threading.main_thread() and not t.daemon:
+            t.join()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code & 0xFF)
 
 
 def serve(conn):
