@@ -176,7 +176,10 @@ TEST_F(LauncherE2E, ADroppedLogStreamIsRestartedFromItsByteAndTheRunCompletes) {
   ASSERT_TRUE(l.setup().empty());
   const auto log = root / "LOGS/jaxmaxtext/drop/node-0/training.log";
   bool dropped = false;
-  auto o = l.run(request(c, "drop", 12), [&](const cvs::Progress& p) {
+  // Enough steps that the training outlives the first progress report by seconds (a warm-started
+  // 12-step run could end before it).
+  constexpr long long kSteps = 300;
+  auto o = l.run(request(c, "drop", kSteps), [&](const cvs::Progress& p) {
     if (!dropped && p.step >= 1)
       dropped =
           cvs::run_one({{"pkill", "-KILL", "-f", "cvs-stream " + log.string()}, std::chrono::seconds(5), ""})
@@ -184,7 +187,7 @@ TEST_F(LauncherE2E, ADroppedLogStreamIsRestartedFromItsByteAndTheRunCompletes) {
   });
   ASSERT_TRUE(dropped);
   ASSERT_TRUE(o.ok) << o.failure;
-  EXPECT_EQ(o.nodes[0].scan.steps.size(), 12u);
+  EXPECT_EQ(o.nodes[0].scan.steps.size(), static_cast<std::size_t>(kSteps));
   std::ifstream a(log, std::ios::binary), b(o.nodes[0].local_log, std::ios::binary);
   const std::string node_log((std::istreambuf_iterator<char>(a)), {}),
       copy((std::istreambuf_iterator<char>(b)), {});
