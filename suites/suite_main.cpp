@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -78,6 +79,17 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, repo
                "fail setup when the run's provenance differs from its calibration's");
   app.add_flag("--quiet", opts.quiet, "no progress lines while training");
   app.add_option("--run-tag", opts.run_tag, "appended to every run name (jaxmaxtext_fleet: the node's name)");
+  app.add_option("--warm-scope", opts.warm_scope,
+                 "the warm trainers are this scope's (cvs certify's: one import a node a certification), not "
+                 "the session's: started unless running, kept at teardown")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            const bool ok = !v.empty() && v.size() <= 32 && std::all_of(v.begin(), v.end(), [](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+            });
+            return ok ? std::string() : "letters, digits and '-', at most 32";
+          },
+          "SCOPE"));
   app.add_option("--poll-interval-s", poll_s, "seconds between polls of the node logs (default 5)")
       ->check(CLI::Range(0.01, 3600.0));
   app.add_option("--startup-budget-s", opts.policy.startup_s,

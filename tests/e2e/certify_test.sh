@@ -34,7 +34,11 @@ iface = c.pop("overrides")["container"]["env"]["GLOO_SOCKET_IFNAME"]  # single-n
 json.dump(c, open(sys.argv[4] + "/cluster.json", "w"), indent=1)
 # Steps of ~0.1 s (heavier_config.py, fleet_test.sh's model): the capped host is several times slower.
 single = sys.argv[4] + "/single_config.json"
-hc.write(hc.devices(hc.heavier(hc.gated_by_loss(json.load(open(sys.argv[2])), single)), 2), single)
+s = hc.heavier(hc.gated_by_loss(json.load(open(sys.argv[2])), single))
+# 40 steps: a steady-state interval on every node (25 steady steps at least), so the nodes tier's
+# stated power comes from the noise each node measured, not from the one that happened to have one.
+s["train_params"]["maxtext_config"]["steps"] = 40
+hc.write(hc.devices(s, 2), single)
 # The distributed config: enough steps for a steady-state interval on every rung, its own gates
 # (the shipped file's loss gates are for 20 steps): the loss must fall.
 dist = sys.argv[4] + "/dist_config.json"
@@ -116,6 +120,19 @@ grep -q "preflight tier already decided" "$out/resume.log" || fail "resume ran t
 grep -q "nodes tier already decided" "$out/resume.log" || fail "resume ran the nodes tier again"
 [[ ! -e $out/resumed/preflight-2 && ! -e $out/resumed/nodes-2 ]] || fail "a decided tier ran twice: $(ls "$out/resumed")"
 check_outputs "$out/resumed" ns-a,ns-b,ns-c,ns-d '{}' || fail "resumed outputs"
+# One import of MaxText a node and config for a whole certification: every training of every tier
+# was forked from its node's warm trainer (the first session on a node started it, the tiers after
+# used it), and none outlives its certification (the interrupted one's nor the resumed one's).
+python3 - "$out/resumed" <<'PY' || fail "warm starts"
+import glob, sys
+logs = glob.glob(sys.argv[1] + "/**/training.log", recursive=True)
+tiers = {l[len(sys.argv[1]) + 1:].split("/")[0].split("-")[0] for l in logs}  # links-2: resumed
+assert {"nodes", "links", "scale"} <= tiers, tiers
+cold = [l for l in logs if "cvs-warm: training in process " not in open(l, errors="replace").read()]
+assert not cold, (len(cold), len(logs), cold[:3])
+print(f"  {len(logs)} training logs over {sorted(tiers)}: every one forked from a warm trainer")
+PY
+if pgrep -f "cvs-warm-cert-" >/dev/null; then fail "warm trainers outlived their certification: $(pgrep -af cvs-warm-cert- | cut -c1-120)"; fi
 junit_valid "$out/resumed/junit.xml"
 python3 - "$out/history.sqlite" <<'PY' || fail "the certifications in the history"
 import sqlite3, sys

@@ -111,6 +111,63 @@ TEST_F(LauncherE2E, AWarmStartedTrainingTrainsAsAColdOneStepForStep) {
   EXPECT_EQ(losses[1], losses[2]);
 }
 
+// A certification's scope (cvs certify passes --warm-scope): the first session on a node starts
+// its warm trainer, which outlives that session; a later session that runs the second node of a
+// two-node run alone (rank 0 of 1, not 1 of 2) trains forked from the same trainer with its own
+// rank and node count; the scope's stop ends every trainer.
+TEST_F(LauncherE2E, AScopesWarmTrainerServesItsLaterSessionsWithTheirOwnRankUntilItsStop) {
+  auto c = config(base);
+  const std::string scope = "e2e-" + std::to_string(::getpid());
+  auto text = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto forked = [&](const cvs::NodeOutcome& n) {
+    return text(n.local_log).find("cvs-warm: training in process ") != std::string::npos;
+  };
+  auto trainers = [&] {
+    std::vector<fs::path> v;
+    const auto d = root / "tmp/warm-trainer" / ("scope-" + scope);
+    if (fs::exists(d))
+      for (const auto& e : fs::directory_iterator(d))
+        if (fs::exists(e.path() / "pid")) v.push_back(e.path() / "pid");
+    return v;
+  };
+  auto pair = cvs::local_cluster(2);
+  {
+    cvs::Launcher l(c, pair, fast());
+    l.set_warm_scope(scope);
+    l.expect_trainings(1);  // one training: a session's own trainers would not start
+    ASSERT_TRUE(l.setup().empty());
+    EXPECT_NE(l.warm_start_words().find("(the certification's: " + scope + ")"), std::string::npos)
+        << l.warm_start_words();
+    auto o = l.run(request(c, "pair", 10));
+    ASSERT_TRUE(o.ok) << o.failure;
+    for (const auto& n : o.nodes) EXPECT_TRUE(forked(n)) << n.node;
+  }
+  const auto started = trainers();
+  ASSERT_EQ(started.size(), 2u) << "one trainer a node";
+  for (const auto& p : started) EXPECT_FALSE(session_gone(p)) << p << ": ended with the session";
+  cvs::Cluster alone = pair;
+  alone.nodes.erase(alone.nodes.begin());
+  {
+    cvs::Launcher l(c, alone, fast());
+    l.set_warm_scope(scope);
+    l.expect_trainings(1);
+    ASSERT_TRUE(l.setup().empty());
+    auto o = l.run(request(c, "alone", 10));
+    ASSERT_TRUE(o.ok) << o.failure << " (a training with the pair's rank or count would wait for a peer)";
+    EXPECT_TRUE(forked(o.nodes[0])) << text(o.nodes[0].local_log).substr(0, 400);
+  }
+  EXPECT_EQ(trainers(), started) << "the later session found its node's trainer running";
+  {
+    cvs::Launcher l(c, pair, fast());
+    l.set_warm_scope(scope);
+    l.stop_warm_scope();
+  }
+  for (const auto& p : started) EXPECT_TRUE(session_gone(p)) << p << ": outlived the scope's stop";
+}
+
 TEST_F(LauncherE2E, AMaxTextErrorStopsEveryNodeAndNamesNodeAndLine) {
   auto j = base;
   j["train_params"]["maxtext_config"]["model_name"] = "no-such-model";

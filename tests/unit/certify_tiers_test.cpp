@@ -43,8 +43,11 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
   std::string interrupt_in;                          // a folder name: Ctrl-C arrives in its runs
   std::set<std::string> checkpoint_fails;            // its checkpoint save and resume fails
   bool stopped = false;
-  std::vector<std::string> calls;    // "<folder>: a b c" per call
-  std::vector<std::string> filters;  // each call's --gtest_filter ("" none)
+  std::vector<std::string> calls;            // "<folder>: a b c" per call
+  std::vector<std::string> filters;          // each call's --gtest_filter ("" none)
+  std::vector<std::string> scopes;           // each call's --warm-scope ("" none)
+  std::vector<std::filesystem::path> ended;  // end_warm_scope's configs
+  std::size_t calls_when_ended = 0;
 
   FleetNode training(const std::string& name, double v) const {
     FleetNode n;
@@ -68,11 +71,18 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
       if (a.rfind("--gtest_filter=", 0) == 0) return a.substr(15);
     return "";
   }
+  std::string warm_scope() const override { return "cert-simulated"; }
+  void end_warm_scope(const std::vector<std::filesystem::path>& configs) override {
+    ended = configs;
+    calls_when_ended = calls.size();
+  }
   void note(const cvs::fleet::NodeRuns& spec, const std::vector<std::string>& names) {
     std::string line = spec.root.filename().string() + ":";
     for (const auto& n : names) line += " " + n;
     calls.push_back(line);
     filters.push_back(filter_in(spec));
+    const auto w = std::find(spec.args.begin(), spec.args.end(), "--warm-scope");
+    scopes.push_back(w != spec.args.end() && w + 1 != spec.args.end() ? *(w + 1) : "");
     if (!interrupt_in.empty() && spec.root.filename() == interrupt_in) stopped = true;
   }
   std::vector<FleetNode> each(const cvs::fleet::NodeRuns& spec,
@@ -227,6 +237,10 @@ TEST(CertifyTiers, AHealthyClusterIsCertifiedTierByTierOnEveryNode) {
     EXPECT_EQ(t.outcome, Outcome::Pass) << to_string(t.kind) << ": " << t.summary;
   }
   EXPECT_EQ(c.in.certificate.inputs.hosts, (std::vector<std::string>{"a", "b", "c", "d"}));
+  // One warm-trainer scope for every run of every tier, ended once after the last, for both configs.
+  EXPECT_EQ(c.sim.scopes, std::vector<std::string>(c.sim.calls.size(), "cert-simulated"));
+  EXPECT_EQ(c.sim.calls_when_ended, c.sim.calls.size());
+  EXPECT_EQ(c.sim.ended, (std::vector<std::filesystem::path>{c.in.single_config, c.in.distributed_config}));
   const auto& scale = c.tier(TierKind::Scale);
   ASSERT_EQ(scale.rungs.size(), 3u);
   EXPECT_NEAR(*scale.rungs[2].efficiency_pct, 100 * 0.97 * 0.97, 0.01);

@@ -24,7 +24,7 @@ namespace {
 
 // The stand-in: `heavy` counts its imports (MaxText's import is what the trainer saves); the modes
 // exit with a code, sleep (TERM: prints and exits 7), sleep with TERM's default, burn CPU, raise,
-// or end with an exit function and a thread still running.
+// print a variable, or end with an exit function and a thread still running.
 constexpr const char* kScript = R"(import atexit, os, signal, sys, threading, time
 import heavy
 def main():
@@ -42,6 +42,8 @@ def main():
             pass
     if mode == "raise":
         raise RuntimeError("boom")
+    if mode == "env":
+        print(f"{sys.argv[2]}={os.environ.get(sys.argv[2])}", flush=True)
     if mode == "ending":
         atexit.register(lambda: print("exit function ran", flush=True))
         threading.Thread(target=lambda: (time.sleep(0.3), print("thread ended", flush=True))).start()
@@ -79,6 +81,17 @@ class WarmTrainer : public ::testing::Test {
                                                (dir / "trainer/exit_code").string(), trainer_pid(),
                                                cvs::agent::warm_trainer("python3", name, script(), idle_s)))
                     .ok());
+  }
+  // As the launcher starts a certification's trainer: unless one runs, with per-training
+  // variables; its log named by the starting session (`session`).
+  cvs::ProcResult start_scope_trainer(const std::string& session, const Argv& per_training,
+                                      const Argv& prefix) {
+    Argv argv = cvs::agent::warm_trainer("python3", name, script(), 120, per_training);
+    argv.insert(argv.begin(), prefix.begin(), prefix.end());
+    return run(cvs::agent::unless_running(
+        trainer_pid(),
+        cvs::agent::start_detached((dir / ("trainer/trainer-" + session + ".log")).string(),
+                                   (dir / "trainer/exit_code").string(), trainer_pid(), argv)));
   }
   // A training started as the launcher starts one (detached, its own session), through a warm
   // start; `prefix` goes in front of the warm start (env X=1 ...).
@@ -202,6 +215,45 @@ TEST_F(WarmTrainer, ARequestItCannotServeStartsColdAndSaysWhy) {
   EXPECT_NE(log("gone").find("cvs-warm: cold start: the warm trainer is not running"), std::string::npos)
       << log("gone");
   EXPECT_EQ(imports(), 3) << "the trainer's import and each cold training's own";
+}
+
+// A certification's trainer: the first session starts it, the next finds it running; a training
+// of another rank or node count (per-training variables) is forked with its own values, set or
+// unset; a stop of the scope's folder ends it.
+TEST_F(WarmTrainer, PerTrainingVariablesAreEachTrainingsOwnAndAScopesTrainerStartsOnce) {
+  const Argv per_training = {"CVS_WARM_TEST_RANK", "CVS_WARM_TEST_NODES"};
+  const Argv env = {"env", "CVS_WARM_TEST_RANK=0", "CVS_WARM_TEST_NODES=1"};
+  auto first = start_scope_trainer("s1", per_training, env);
+  ASSERT_TRUE(first.ok()) << first.describe();
+  EXPECT_EQ(first.out.find("running"), std::string::npos) << first.out;
+  start("r0", {"env", "CVS_WARM_TEST_RANK"}, env);
+  EXPECT_EQ(exit_code("r0"), "0");
+  const auto again = start_scope_trainer("s2", per_training, env);
+  ASSERT_TRUE(again.ok()) << again.describe();
+  EXPECT_EQ(again.out.rfind("running ", 0), 0u) << "the second session's start finds it: " << again.out;
+  EXPECT_FALSE(fs::exists(dir / "trainer/trainer-s2.log")) << "no second trainer started";
+  start("r3", {"env", "CVS_WARM_TEST_RANK"}, {"env", "CVS_WARM_TEST_RANK=3", "CVS_WARM_TEST_NODES=4"});
+  EXPECT_EQ(exit_code("r3"), "0");
+  start("unset", {"env", "CVS_WARM_TEST_NODES"},
+        {"env", "-u", "CVS_WARM_TEST_NODES", "CVS_WARM_TEST_RANK=0"});
+  EXPECT_EQ(exit_code("unset"), "0");
+  for (const auto& [r, line] :
+       std::vector<std::pair<std::string, std::string>>{{"r0", "CVS_WARM_TEST_RANK=0\n"},
+                                                        {"r3", "CVS_WARM_TEST_RANK=3\n"},
+                                                        {"unset", "CVS_WARM_TEST_NODES=None\n"}}) {
+    EXPECT_NE(log(r).find("forked from the warm trainer"), std::string::npos) << r << ": " << log(r);
+    EXPECT_NE(log(r).find(line), std::string::npos) << r << "'s own value: " << log(r);
+  }
+  EXPECT_EQ(imports(), 1) << "two sessions, three trainings, one import";
+  start("other", {"exit", "0"}, {"env", "CVS_WARM_TEST_OTHER=1"});
+  EXPECT_EQ(exit_code("other"), "0");
+  EXPECT_NE(
+      log("other").find("cold start: the environment differs from the warm trainer's in CVS_WARM_TEST_OTHER"),
+      std::string::npos)
+      << "a variable not named per-training still must match: " << log("other");
+  const long trainer = std::stol(cvs::test::read_file(trainer_pid()));
+  ASSERT_TRUE(run(cvs::agent::stop(dir.string(), 2)).ok()) << "every run whose pid file is <dir>/*/pid";
+  EXPECT_TRUE(gone(trainer)) << "the scope's stop ends its trainer";
 }
 
 TEST_F(WarmTrainer, TheFirstTrainingWaitsForTheImportAndAnIdleTrainerEnds) {

@@ -4,11 +4,41 @@
 
 #include <chrono>
 
+#include <unistd.h>
+
+#include "cvs/base/sha256.hpp"
+#include "cvs/config/cluster.hpp"
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
 
 namespace cvs::certify {
+
+ProcessRunner::ProcessRunner(const Cluster& cluster) : cluster_(cluster) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  scope_ =
+      "cert-" + sha256_hex(std::string(host) + ' ' + std::to_string(::getpid()) + ' ' + std::to_string(now))
+                    .substr(0, 16);
+}
+
+void ProcessRunner::end_warm_scope(const std::vector<std::filesystem::path>& configs) {
+  if (cluster_.is_slurm()) return;  // none started: each training is a step of its own
+  for (const auto& file : configs) {
+    if (file.empty()) continue;
+    try {
+      const auto cfg = load_config_for_cluster(file, cluster_);
+      Cluster nodes = cluster_;
+      Launcher launcher(cfg, nodes, PollPolicy{});
+      launcher.set_warm_scope(scope_);
+      launcher.stop_warm_scope();
+    } catch (const std::exception& e) {
+      spdlog::warn("certify: the warm trainers of {} were not stopped ({}): they end when idle 15 min",
+                   file.string(), e.what());
+    }
+  }
+}
 
 std::vector<FleetNode> ProcessRunner::each(const fleet::NodeRuns& spec, const std::vector<Node>& nodes) {
   return fleet::run_nodes(spec, cluster_, nodes);

@@ -29,13 +29,18 @@ class SuiteRunner {
   virtual std::string drain(const Node& node, const std::string& reason) = 0;
   // Ctrl-C or SIGTERM arrived: a tier starts no further run, and what is in flight ends ERROR.
   virtual bool interrupted() const = 0;
+  // The certification's warm-trainer scope (every run gets --warm-scope): one import of MaxText
+  // a node and config for all its tiers. Empty: each session has its own.
+  virtual std::string warm_scope() const { return ""; }
+  // At the certification's end: its warm trainers stopped on every node (each config's temp_dir).
+  virtual void end_warm_scope(const std::vector<std::filesystem::path>& /*configs*/) {}
 };
 
 // The real one: suite executables beside this one, on `cluster` (held by reference: a Slurm
 // allocation names its hosts in it), stopped by g_interrupted.
 class ProcessRunner final : public SuiteRunner {
  public:
-  explicit ProcessRunner(const Cluster& cluster) : cluster_(cluster) {}
+  explicit ProcessRunner(const Cluster& cluster);
   std::vector<FleetNode> each(const fleet::NodeRuns& spec, const std::vector<Node>& nodes) override;
   FleetNode together(const fleet::NodeRuns& spec, const std::vector<Node>& nodes, const std::string& tag,
                      const std::string& label) override;
@@ -43,9 +48,12 @@ class ProcessRunner final : public SuiteRunner {
                     double min_deviation) override;
   std::string drain(const Node& node, const std::string& reason) override;
   bool interrupted() const override;
+  std::string warm_scope() const override { return scope_; }
+  void end_warm_scope(const std::vector<std::filesystem::path>& configs) override;
 
  private:
   const Cluster& cluster_;
+  std::string scope_;  // cert-<16 hex: this host, pid and time>
 };
 
 }  // namespace cvs::certify

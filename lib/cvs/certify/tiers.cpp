@@ -44,6 +44,7 @@ std::vector<std::string> Certification::args(const std::string& filter) const {
   if (!filter.empty()) a.push_back("--gtest_filter=" + filter);
   // Every run records where the certification does (one store, resumed or not).
   if (!o.history.empty()) a.insert(a.end(), {"--history", o.history});
+  if (const auto scope = runner.warm_scope(); !scope.empty()) a.insert(a.end(), {"--warm-scope", scope});
   return a;
 }
 
@@ -492,6 +493,7 @@ int run(const Options& o, Inputs& in, SuiteRunner& runner) {
     if (t.state != TierState::Decided) stop = resume;
     c.save();
   }
+  runner.end_warm_scope({in.single_config, in.distributed_config});
   alloc.release();
   cert.ended_at = utc_now("%Y-%m-%dT%H:%M:%SZ");
   decide(cert);

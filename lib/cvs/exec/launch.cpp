@@ -8,6 +8,7 @@
 #include <cctype>
 #include <csignal>
 
+#include "cvs/base/sha256.hpp"
 #include "cvs/base/text.hpp"
 #include "cvs/config/maxtext_yaml.hpp"
 #include "cvs/exec/container_check.hpp"
@@ -95,6 +96,14 @@ EnvList Launcher::node_env(std::size_t rank) const {
   // lines a run): the run's compile phase and whether it came from the cache (logs/run_timeline).
   if (!has_env(cenv, "JAX_DEBUG_LOG_MODULES")) e.emplace_back("JAX_DEBUG_LOG_MODULES", "jax._src.compiler");
   return e;
+}
+
+const std::vector<std::string>& Launcher::per_training_env_keys() {
+  static const std::vector<std::string> keys = {
+      "JAX_COORDINATOR_IP", "JAX_COORDINATOR_PORT",    "NNODES",    "NODE_RANK",
+      "JAX_PROCESS_INDEX",  "JAX_COORDINATOR_ADDRESS", "JOB_INDEX", "JOB_COMPLETION_INDEX",
+      "PROCESSES_IN_JOB",   "JAX_PROCESS_COUNT"};
+  return keys;
 }
 
 EnvList Launcher::jax_env() const {
@@ -296,9 +305,9 @@ std::vector<std::string> Launcher::setup() {
 }
 
 // A warm trainer on every node, started now, importing while the session sets up; the first
-// training waits for its node's. Not for fewer than two trainings (expect_trainings), not under Slurm (each
-// training is a step of its own) nor with train_params.warm_start false. A trainer that does not start leaves
-// every training cold.
+// training waits for its node's. Not for fewer than two trainings (expect_trainings) unless a
+// scope's later sessions use them, not under Slurm (each training is a step of its own) nor with
+// train_params.warm_start false. A trainer that does not start leaves every training cold.
 void Launcher::start_warm_trainers() {
   if (!cfg_.train_params.warm_start) {
     warm_words_ = "off (train_params.warm_start false)";
@@ -309,7 +318,8 @@ void Launcher::start_warm_trainers() {
     return;
   }
   if (train_script_.empty()) return;
-  if (expected_trainings_ >= 0 && expected_trainings_ < 2) {
+  const bool scoped = !warm_scope_.empty() && cfg_.container.runtime == "local";
+  if (!scoped && expected_trainings_ >= 0 && expected_trainings_ < 2) {
     warm_words_ = "off (" + std::to_string(expected_trainings_) + " training(s) in this session)";
     return;
   }
@@ -322,19 +332,23 @@ void Launcher::start_warm_trainers() {
   std::vector<std::vector<std::string>> per_node(warm.size());
   std::vector<EnvList> envs(warm.size());
   for (std::size_t r = 0; r < warm.size(); ++r) {
-    const std::string dir = cfg_.paths.temp_dir + "/warm-trainer/" + tag + "/node-" + std::to_string(r);
-    warm[r] = {"cvs-warm-" + tag + "-" + std::to_string(r), dir + "/pid"};
-    auto [argv, env] =
-        placement_->training(r, agent::warm_trainer(python, warm[r].name, train_script_, 900), node_env(r));
-    per_node[r] = agent::if_warm_capable(
-        python, agent::start_detached(dir + "/trainer.log", dir + "/exit_code", warm[r].pid_file, argv));
+    warm[r] = warm_trainer_of(r, tag, scoped);
+    const std::string dir = fs::path(warm[r].pid_file).parent_path().string();
+    auto [argv, env] = placement_->training(
+        r, agent::warm_trainer(python, warm[r].name, train_script_, 900, per_training_env_keys()),
+        node_env(r));
+    auto start =
+        agent::start_detached(dir + "/trainer-" + tag + ".log", dir + "/exit_code", warm[r].pid_file, argv);
+    per_node[r] =
+        agent::if_warm_capable(python, scoped ? agent::unless_running(warm[r].pid_file, start) : start);
     envs[r] = std::move(env);
   }
   auto rs = agent_fan_out(per_node, std::chrono::seconds(120), envs);
   bool all = true;
   for (std::size_t r = 0; r < rs.size(); ++r) {
     if (rs[r].ok()) {
-      pid_files_live_.push_back(warm[r].pid_file);  // stopped at teardown
+      if (!scoped)
+        pid_files_live_.push_back(warm[r].pid_file);  // stopped at teardown; the scope's at its end
       continue;
     }
     all = false;
@@ -349,7 +363,39 @@ void Launcher::start_warm_trainers() {
   }
   if (!all) return;
   warm_ = std::move(warm);
-  warm_words_ = "a warm trainer on each of " + std::to_string(warm_.size()) + " node(s)";
+  warm_words_ = "a warm trainer on each of " + std::to_string(warm_.size()) + " node(s)" +
+                (scoped ? " (the certification's: " + warm_scope_ + ")" : "");
+}
+
+std::string Launcher::warm_scope_dir() const {
+  return cfg_.paths.temp_dir + "/warm-trainer/scope-" + warm_scope_;
+}
+
+// A session's trainer is its own (the session's tag). A scope's is named by what a training must
+// share with it: the python, the train script, the node and the environment but for the
+// per-training variables (another config's environment, another trainer beside it).
+Launcher::WarmTrainer Launcher::warm_trainer_of(std::size_t r, const std::string& tag, bool scoped) const {
+  if (!scoped) {
+    const std::string dir = cfg_.paths.temp_dir + "/warm-trainer/" + tag + "/node-" + std::to_string(r);
+    return {"cvs-warm-" + tag + "-" + std::to_string(r), dir + "/pid"};
+  }
+  const auto& keys = per_training_env_keys();
+  std::string what = cfg_.train_params.python + '\n' + train_script_ + '\n' + cluster_.nodes[r].name + '\n' +
+                     cluster_.nodes[r].host + '\n';
+  auto env = cfg_.container.env;
+  for (const auto& kv : node_env(r)) env.push_back(kv);
+  std::sort(env.begin(), env.end());
+  for (const auto& [k, v] : env)
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) what += k + '=' + v + '\n';
+  const std::string key = sha256_hex(what).substr(0, 16);
+  return {"cvs-warm-" + warm_scope_ + "-" + key, warm_scope_dir() + "/" + key + "/pid"};
+}
+
+void Launcher::stop_warm_scope() {
+  if (warm_scope_.empty()) return;
+  agent_fan_out(std::vector<std::vector<std::string>>(cluster_.nodes.size(),
+                                                      agent::stop(warm_scope_dir(), policy_.stop_grace_s)),
+                std::chrono::seconds(60));
 }
 
 std::vector<std::string> Launcher::teardown() {

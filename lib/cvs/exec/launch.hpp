@@ -126,11 +126,23 @@ class Launcher {
   // two or more (one training gains nothing from them; a session that trains nothing, as certify's
   // preflight, would pay their import for none). Unknown (not called): they start.
   void expect_trainings(int n) { expected_trainings_ = n; }
+  // A certification's scope (before setup(); [A-Za-z0-9-], at most 32): the warm trainers are its,
+  // not this session's. Each node's trainer for this config's python, script and environment is
+  // started by the first session of the scope that needs it (one already running is used), stays
+  // after the session's teardown for the scope's next sessions on the node (any tier, any rank:
+  // the variables that differ between them are each training's, per_training_env_keys), and ends
+  // with stop_warm_scope() or idle. The local runtime only: a container ends with its session.
+  void set_warm_scope(std::string scope) { warm_scope_ = std::move(scope); }
+  // Stops the warm trainers of set_warm_scope's scope on every node (safe when none runs).
+  void stop_warm_scope();
   // After setup(): "a warm trainer on each of N node(s)", or "off (why)" (the setup's warm_start).
   const std::string& warm_start_words() const { return warm_words_; }
 
   // The env injected into the training process on node `rank` (exposed for tests and reports).
   EnvList node_env(std::size_t rank) const;
+  // The variables of node_env that differ between trainings on one node (its rank, the node count,
+  // the coordinator): MaxText and JAX read them when a training initialises, not at import.
+  static const std::vector<std::string>& per_training_env_keys();
   // Hugging Face's env for training and the tokenizer download: HF_TOKEN_PATH (the token file's
   // path, never its value) and HF_HOME; empty when paths.hf_token_file is empty.
   EnvList hf_env() const;
@@ -191,7 +203,11 @@ class Launcher {
   std::vector<WarmTrainer> warm_;
   int expected_trainings_ = -1;
   std::string warm_words_ = "off";
+  std::string warm_scope_;
   void start_warm_trainers();
+  // Node r's warm trainer: this session's, or (warm_scope_) the scope's for this config on the node.
+  WarmTrainer warm_trainer_of(std::size_t r, const std::string& tag, bool scoped) const;
+  std::string warm_scope_dir() const;
 };
 
 }  // namespace cvs

@@ -71,8 +71,21 @@ std::vector<std::string> with_telemetry(const std::string& out, double interval_
 }
 
 std::vector<std::string> warm_trainer(const std::string& python, const std::string& name,
-                                      const std::string& script, double idle_s) {
-  return {python, "-c", scripts::warm_trainer, name, script, seconds(idle_s)};
+                                      const std::string& script, double idle_s,
+                                      const std::vector<std::string>& per_training) {
+  std::string keys;
+  for (const auto& k : per_training) keys += (keys.empty() ? "" : ",") + k;
+  return {python, "-c", scripts::warm_trainer, name, script, seconds(idle_s), keys};
+}
+
+std::vector<std::string> unless_running(const std::string& pid_file, const std::vector<std::string>& argv) {
+  std::vector<std::string> v = {
+      "sh", "-c",
+      with_common("pidf=$1; shift; run_pid; if [ \"$p\" -gt 1 ] && alive \"$p\"; then echo \"running $p\"; "
+                  "exit 0; fi; exec \"$@\""),
+      "cvs-unless-running", pid_file};
+  v.insert(v.end(), argv.begin(), argv.end());
+  return v;
 }
 
 std::vector<std::string> if_warm_capable(const std::string& python, const std::vector<std::string>& argv) {

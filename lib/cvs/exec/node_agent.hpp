@@ -52,9 +52,15 @@ std::vector<std::string> with_telemetry(const std::string& out, double interval_
 // The warm trainer of a node (warm_trainer.py, run by `python -c`): imports `script` (MaxText's
 // train.py and all it imports) once, then serves trainings forked from it on the abstract unix
 // socket @name (this user only) until idle_s seconds pass without one. Started detached with the
-// training's environment; a request in another environment, python or script is refused.
+// training's environment; a request in another environment, python or script is refused, but for
+// the variables named in per_training (read when a training initialises: its rank, the node
+// count, the coordinator), which are each request's own in its training.
 std::vector<std::string> warm_trainer(const std::string& python, const std::string& name,
-                                      const std::string& script, double idle_s);
+                                      const std::string& script, double idle_s,
+                                      const std::vector<std::string>& per_training = {});
+// `argv` unless the run whose pid file is pid_file is alive: then prints "running <pid>", exit 0
+// (a certification's warm trainer that an earlier session on the node started).
+std::vector<std::string> unless_running(const std::string& pid_file, const std::vector<std::string>& argv);
 // `argv` where `python` is a Python that passes descriptors (3.9+, what the warm trainer needs);
 // else exit 19 (a train_params.python that is a shell, as a test trainer's, or an old Python).
 std::vector<std::string> if_warm_capable(const std::string& python, const std::vector<std::string>& argv);
@@ -67,7 +73,8 @@ std::vector<std::string> warm_start(const std::string& python, const std::string
                                     const std::string& trainer_pid_file, const std::string& pid_out,
                                     const std::vector<std::string>& argv);
 
-// TERM to the run's whole session, KILL after a grace period.
+// TERM to the run's whole session, KILL after a grace period. pid_file a folder: every run whose
+// pid file is <folder>/*/pid, signalled at once.
 std::vector<std::string> stop(const std::string& pid_file, int grace_seconds);
 
 // Prints the first existing path of the list (exit 1 when none exists).

@@ -1,12 +1,15 @@
-# warm_trainer NAME SCRIPT IDLE_S: the warm trainer of one node for one session (python -c, the
-# training's own python and environment). It runs SCRIPT's imports once (MaxText, JAX, Flax: about
+# warm_trainer NAME SCRIPT IDLE_S [PER_TRAINING]: the warm trainer of one node (python -c, the
+# training's own python and environment), for one session or, named by a scope, for every session
+# of a certification on that node. It runs SCRIPT's imports once (MaxText, JAX, Flax: about
 # 4 s on a CPU, more on a GPU node), then serves @NAME (an abstract unix socket, this user only):
 # each request (warm_start.py) is one training, forked from here with the requester's standard
 # input and output, directory, environment and argv, and run as `python SCRIPT ARGS` would
 # (runpy, __main__): a process of its own, its exit code sent back; it ends as the interpreter
 # would (threads joined, exit functions run, output flushed) but skips the module teardown. A
 # request whose python, script or environment is not the one preloaded is refused (the requester
-# starts cold). No JAX
+# starts cold), but for PER_TRAINING (comma-separated names: the rank, the node count, the
+# coordinator, which MaxText and JAX read when the training initialises, not at import): those
+# may differ and are the request's in the training. No JAX
 # backend is initialised here (a fork after that is unsafe): each training initialises its own.
 # Ends after IDLE_S seconds without a training, or with its session (the launcher's teardown).
 import atexit
@@ -24,7 +27,8 @@ import time
 import warnings
 
 NAME, SCRIPT, IDLE_S = sys.argv[1], os.path.abspath(sys.argv[2]), float(sys.argv[3])
-IGNORED_ENV = {"_", "SHLVL", "PWD", "OLDPWD"}
+PER_TRAINING = {k for k in (sys.argv[4] if len(sys.argv) > 4 else "").split(",") if k}
+IGNORED_ENV = {"_", "SHLVL", "PWD", "OLDPWD", "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY"}
 started = time.monotonic()
 env0 = dict(os.environ)  # before the imports: some of them set variables of their own
 sys.argv = [SCRIPT]
@@ -55,8 +59,8 @@ def refusal(req):
         return f"python {req['argv'][0]} is not the warm trainer's {sys.executable}"
     if len(req["argv"]) < 2 or os.path.abspath(req["argv"][1]) != SCRIPT:
         return f"the script is not the warm trainer's {SCRIPT}"
-    env = {k: v for k, v in req["env"].items() if k not in IGNORED_ENV}
-    mine = {k: v for k, v in env0.items() if k not in IGNORED_ENV}
+    env = {k: v for k, v in req["env"].items() if k not in IGNORED_ENV | PER_TRAINING}
+    mine = {k: v for k, v in env0.items() if k not in IGNORED_ENV | PER_TRAINING}
     differ = sorted(k for k in set(env) | set(mine) if env.get(k) != mine.get(k))
     if differ:
         return "the environment differs from the warm trainer's in " + ", ".join(differ)
@@ -88,6 +92,11 @@ def become_training(conn, fds, req):
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP):
         signal.signal(s, signal.SIG_DFL)
     os.chdir(req["cwd"])  # the environment is the trainer's: the requester's, as the imports left it
+    for k in PER_TRAINING:  # but for what each training says for itself
+        if k in req["env"]:
+            os.environ[k] = req["env"][k]
+        else:
+            os.environ.pop(k, None)
     threading.Thread(target=watch, args=(conn,), daemon=True).start()
     sys.argv = [SCRIPT] + req["argv"][2:]
     try:
