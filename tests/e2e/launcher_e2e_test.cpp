@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "cvs/config/cluster.hpp"
@@ -103,6 +104,17 @@ TEST_F(LauncherE2E, AWarmStartedTrainingTrainsAsAColdOneStepForStep) {
     EXPECT_EQ(line2.find(warm ? "cvs-warm: training in process " : "cvs-warm"), warm ? 0u : std::string::npos)
         << name << "'s second line: " << line2;
     EXPECT_EQ(fs::exists(root / "LOGS/jaxmaxtext" / name / "node-0/pid.warm"), warm);
+    // Every compile of the first run went to the persistent cache (the launcher's
+    // JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0, not only those over a second): the later runs
+    // of the same shape compile nothing.
+    std::stringstream text;
+    text << std::ifstream(o.nodes[0].local_log).rdbuf();
+    const auto log = text.str();
+    if (!losses.empty()) {
+      EXPECT_NE(log.find("Persistent compilation cache hit for 'jit_train_step'"), std::string::npos) << name;
+      EXPECT_EQ(log.find("PERSISTENT COMPILATION CACHE MISS"), std::string::npos)
+          << name << ": " << log.substr(log.find("PERSISTENT COMPILATION CACHE MISS"), 200);
+    }
     losses.emplace_back();
     for (const auto& s : o.nodes[0].scan.steps) losses.back().push_back(s.loss);
     ASSERT_EQ(losses.back().size(), 20u);
