@@ -237,6 +237,11 @@ TEST(CertifyTiers, AHealthyClusterIsCertifiedTierByTierOnEveryNode) {
     EXPECT_EQ(t.outcome, Outcome::Pass) << to_string(t.kind) << ": " << t.summary;
   }
   EXPECT_EQ(c.in.certificate.inputs.hosts, (std::vector<std::string>{"a", "b", "c", "d"}));
+  // The ladder's rungs train; the full-scale run has its gates but no smoke and no checkpoint.
+  namespace st = cvs::stage_names;
+  EXPECT_EQ(c.sim.filters[4], st::filter_of({st::kSetup, st::kTrainingRun}));
+  EXPECT_EQ(c.sim.filters.back(), st::filter_of({st::kSetup, st::kSetupRdma, st::kTrainingRun, st::kMetric}));
+  EXPECT_NE(c.tier(TierKind::Scale).ran.find("(no smoke"), std::string::npos) << c.tier(TierKind::Scale).ran;
   // One warm-trainer scope for every run of every tier, ended once after the last, for both configs.
   EXPECT_EQ(c.sim.scopes, std::vector<std::string>(c.sim.calls.size(), "cert-simulated"));
   EXPECT_EQ(c.sim.calls_when_ended, c.sim.calls.size());
@@ -313,6 +318,16 @@ TEST(CertifyTiers, AUsersFilterKeepsItsStagesOnEveryNodeAndNoCheckpointRunOfItsO
   EXPECT_EQ(c.sim.calls, (std::vector<std::string>{"setup: a b c d", "nodes: a b c d"}));
   EXPECT_EQ(c.sim.filters[1], "test_setup.*:sweep/test_training_run.*");
   EXPECT_EQ(c.tier(TierKind::Nodes).ran, "the stages the --gtest_filter keeps, on every node");
+}
+
+// At full scale too the user's filter says which stages run (the rungs below it train).
+TEST(CertifyTiers, AUsersFilterSaysTheFullScaleRunsStages) {
+  Certification c(kAll, "scalefilter");
+  c.o.suite_args = {"--gtest_filter=test_setup.*:test_smoke.*"};
+  EXPECT_EQ(c.run(), 0) << c.in.certificate.verdict_reason;
+  EXPECT_EQ(c.sim.filters.back(), "test_setup.*:test_smoke.*");
+  EXPECT_EQ(c.tier(TierKind::Scale).ran,
+            "each rung's training; at full scale the stages the --gtest_filter keeps");
 }
 
 // A node slow on speed alone runs once more: slow again, it is excluded with both runs' word; a

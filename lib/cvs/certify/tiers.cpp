@@ -295,10 +295,15 @@ class ScaleTier final : public Tier {
 void ScaleTier::run_once(Certification& c, const std::vector<Node>& nodes, bool last, const fs::path& config,
                          const fs::path& rdir, Rung& g) {
   const auto k = g.nodes;
-  // The last rung is the full-scale run: its own gates (the user's filter); the others train.
-  const auto spec = c.spec(
-      "jaxmaxtext_distributed", config, rdir,
-      last ? "" : stage_names::filter_of({stage_names::kSetup, stage_names::kTrainingRun}), "certify scale");
+  namespace st = stage_names;
+  // The last rung is the full-scale run: its own gates, the stages the user's filter keeps or every
+  // stage but the smoke (every sweep's first steps are one) and the checkpoint (once, the nodes
+  // tier's); the others train.
+  const auto filter = !last ? st::filter_of({st::kSetup, st::kTrainingRun})
+                      : user_filter(c.o)
+                          ? ""
+                          : st::filter_of({st::kSetup, st::kSetupRdma, st::kTrainingRun, st::kMetric});
+  const auto spec = c.spec("jaxmaxtext_distributed", config, rdir, filter, "certify scale");
   const auto n =
       c.runner.together(spec, std::vector<Node>(nodes.begin(), nodes.begin() + static_cast<long>(k)),
                         "scale-" + std::to_string(k), std::to_string(k) + " node(s)");
@@ -372,6 +377,10 @@ void set_aside_unshardable(std::vector<Rung>& rungs) {
 void ScaleTier::run(Certification& c, TierRecord& t) const {
   const auto nodes = c.healthy_nodes();
   const auto rungs = ladder(nodes.size());
+  t.ran = user_filter(c.o)
+              ? "each rung's training; at full scale the stages the --gtest_filter keeps"
+              : "each rung's training; at full scale the setup, RDMA check, the sweeps' training "
+                "and gates (no smoke: every sweep's first steps are one)";
   for (std::size_t i = 0; i < rungs.size() && !c.runner.interrupted(); ++i)
     t.rungs.push_back(run_rung(c, nodes, rungs[i], i + 1 == rungs.size(), t.dir));
   score_ladder(t.rungs, c.o.per_doubling_pct / 100);
