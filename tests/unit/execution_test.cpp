@@ -1,6 +1,8 @@
 // The execution layer's exact argument vectors, the cluster file rules, and the node agent run
 // for real through /bin/sh on this machine.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -490,6 +492,28 @@ TEST_F(NodeAgent, StartRecordsTheExitCodeAndStopKillsTheWholeSession) {
   ASSERT_TRUE(run(cvs::agent::stop(pid2, 2)).ok());
   EXPECT_EQ(live(), "") << "no live process of the session survives";
   EXPECT_FALSE(fs::exists(dir / "rc2")) << "killed: no exit code recorded";
+}
+
+// A pid file names a process by number only: on a temp_dir nodes share, another node's pid file
+// holds a number that here is some other process. A stop signals only a session whose command
+// line names the pid file's folder (start_detached's does), a folder of them likewise.
+TEST_F(NodeAgent, AStopSignalsNoProcessWhoseCommandLineDoesNotNameItsPidFilesFolder) {
+  const pid_t other = ::fork();  // this node's process of that number, a session of its own
+  if (other == 0) {
+    ::setsid();
+    ::execlp("sleep", "sleep", "300", nullptr);
+    ::_exit(127);
+  }
+  fs::create_directories(dir / "node-b");
+  fs::create_directories(dir / "scope/0123456789abcdef");
+  std::ofstream(dir / "node-b/pid") << other << "\n";
+  std::ofstream(dir / "scope/0123456789abcdef/pid") << other << "\n";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(run(cvs::agent::stop((dir / "node-b/pid").string(), 1)).ok());
+  EXPECT_TRUE(run(cvs::agent::stop((dir / "scope").string(), 1)).ok());
+  EXPECT_EQ(::waitpid(other, nullptr, WNOHANG), 0) << "the process the pid files do not name lives on";
+  ::kill(other, SIGKILL);
+  ::waitpid(other, nullptr, 0);
 }
 
 TEST_F(NodeAgent, StartWritesTheRunConfigFirstAndNeverOverwritesOne) {

@@ -16,6 +16,11 @@ alive() {
   } 2>/dev/null
 }
 
+# names PID WORD: the process's command line has WORD in it (a warm trainer's: its socket's name).
+names() {
+  grep -qaF -- "$2" "/proc/$1/cmdline" 2>/dev/null
+}
+
 # p=<the run's session id from the pid file $pidf>, 0 when missing or not a number.
 # shellcheck disable=SC2154 # pidf is set by the program this is prepended to
 run_pid() {

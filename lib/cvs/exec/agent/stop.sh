@@ -3,7 +3,8 @@
 # folder: every run whose pid file is PID_FILE/*/pid (a certification's warm trainers), at once.
 grace=$2
 # stop_run PIDF: TERM to the session whose id PIDF holds, its id in $p; 1 a bad pid file, 2 the
-# session is gone already.
+# session is gone already, or the process of that id is not the run's: its command line does not
+# name PIDF's folder, as start_detached's does (another node's pid file, on a temp_dir they share).
 stop_run() {
   pidf=$1
   run_pid
@@ -15,6 +16,7 @@ stop_run() {
     echo "cvs: refusing to signal process group $p" >&2
     return 1
   fi
+  if [ -e "/proc/$p" ] && ! names "$p" "${pidf%/*}/"; then return 2; fi
   kill -TERM "-$p" 2>/dev/null || return 2
 }
 # await_run: waits up to GRACE for session $p to end, then KILL.
