@@ -48,6 +48,8 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
   std::vector<std::string> scopes;           // each call's --warm-scope ("" none)
   std::vector<std::filesystem::path> ended;  // end_warm_scope's configs
   std::size_t calls_when_ended = 0;
+  std::vector<std::filesystem::path> awaited;  // await_warm_scope's configs
+  std::size_t calls_when_awaited = 0, times_awaited = 0;
 
   FleetNode training(const std::string& name, double v) const {
     FleetNode n;
@@ -72,6 +74,11 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
     return "";
   }
   std::string warm_scope() const override { return "cert-simulated"; }
+  void await_warm_scope(const std::vector<std::filesystem::path>& configs) override {
+    awaited = configs;
+    calls_when_awaited = calls.size();
+    ++times_awaited;
+  }
   void end_warm_scope(const std::vector<std::filesystem::path>& configs) override {
     ended = configs;
     calls_when_ended = calls.size();
@@ -246,6 +253,11 @@ TEST(CertifyTiers, AHealthyClusterIsCertifiedTierByTierOnEveryNode) {
   EXPECT_EQ(c.sim.scopes, std::vector<std::string>(c.sim.calls.size(), "cert-simulated"));
   EXPECT_EQ(c.sim.calls_when_ended, c.sim.calls.size());
   EXPECT_EQ(c.sim.ended, (std::vector<std::filesystem::path>{c.in.single_config, c.in.distributed_config}));
+  // The trainers the preflight started serve before the nodes tier's first training: once, after
+  // the setup and RDMA runs, for both configs.
+  EXPECT_EQ(c.sim.times_awaited, 1u);
+  EXPECT_EQ(c.sim.calls_when_awaited, 2u);
+  EXPECT_EQ(c.sim.awaited, c.sim.ended);
   const auto& scale = c.tier(TierKind::Scale);
   ASSERT_EQ(scale.rungs.size(), 3u);
   EXPECT_NEAR(*scale.rungs[2].efficiency_pct, 100 * 0.97 * 0.97, 0.01);

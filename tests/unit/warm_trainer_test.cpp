@@ -256,6 +256,44 @@ TEST_F(WarmTrainer, PerTrainingVariablesAreEachTrainingsOwnAndAScopesTrainerStar
   EXPECT_TRUE(gone(trainer)) << "the scope's stop ends its trainer";
 }
 
+// What certify waits for after its preflight: a scope's trainers serving or ended, not one still
+// importing; a trainer that never serves is named when the limit passes; a pid file whose process
+// is not the trainer it names (another node's, on a shared temp_dir) is not waited for.
+TEST_F(WarmTrainer, AScopesAwaitReturnsWhenEveryTrainerServesOrHasEnded) {
+  std::ofstream(dir / "script/heavy.py") << "import time\ntime.sleep(1.5)\n";  // a 1.5 s import
+  const std::string prefix = name + "-";
+  name = prefix + "trainer";  // the trainer in <dir>/trainer: its socket @<prefix>trainer
+  fs::create_directories(dir / "ended");
+  std::ofstream(dir / "ended/pid") << "999999999\n";  // a trainer that has ended: not waited for
+  const auto t0 = std::chrono::steady_clock::now();
+  start_trainer();
+  const auto awaited = run(cvs::agent::await_warm(dir.string(), prefix, 30));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(awaited.ok()) << awaited.describe();
+  EXPECT_GE(waited, 1.5) << "it returned while the trainer imported";
+  EXPECT_NE(cvs::test::read_file(dir / "trainer/trainer.log").find("serving @" + name), std::string::npos)
+      << cvs::test::read_file(dir / "trainer/trainer.log");
+  fs::create_directories(dir / "foreign");  // a live process that is not that trainer (another
+  std::ofstream(dir / "foreign/pid") << ::getpid() << "\n";  // node's number): not waited for
+  EXPECT_TRUE(run(cvs::agent::await_warm(dir.string(), prefix, 1)).ok());
+  // "importing" for ever: the trainer's name on its command line, no socket
+  const std::string stuck = prefix + "stuck";
+  const pid_t importing = ::fork();
+  if (importing == 0) {
+    ::setpgid(0, 0);
+    ::execlp("sh", "sh", "-c", "sleep 300", stuck.c_str(), nullptr);
+    ::_exit(127);
+  }
+  fs::create_directories(dir / "stuck");
+  std::ofstream(dir / "stuck/pid") << importing << "\n";
+  const auto late = run(cvs::agent::await_warm(dir.string(), prefix, 1));
+  ::kill(-importing, SIGKILL);  // its group: the sleep too
+  ::waitpid(importing, nullptr, 0);
+  EXPECT_EQ(late.exit_code, 1) << late.describe();
+  EXPECT_NE(late.err.find("still importing after 1 s: stuck"), std::string::npos) << late.err;
+  EXPECT_TRUE(run(cvs::agent::await_warm(dir.string(), prefix, 1)).ok()) << "killed: ended, not waited for";
+}
+
 TEST_F(WarmTrainer, TheFirstTrainingWaitsForTheImportAndAnIdleTrainerEnds) {
   // The training starts before the trainer: it waits for it rather than starting cold.
   std::thread late([&] {

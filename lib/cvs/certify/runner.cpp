@@ -23,7 +23,8 @@ ProcessRunner::ProcessRunner(const Cluster& cluster) : cluster_(cluster) {
                     .substr(0, 16);
 }
 
-void ProcessRunner::end_warm_scope(const std::vector<std::filesystem::path>& configs) {
+void ProcessRunner::on_scope(const std::vector<std::filesystem::path>& configs,
+                             const std::function<void(Launcher&)>& fn, const char* failed) {
   if (cluster_.is_slurm()) return;  // none started: each training is a step of its own
   for (const auto& file : configs) {
     if (file.empty()) continue;
@@ -32,12 +33,27 @@ void ProcessRunner::end_warm_scope(const std::vector<std::filesystem::path>& con
       Cluster nodes = cluster_;
       Launcher launcher(cfg, nodes, PollPolicy{});
       launcher.set_warm_scope(scope_);
-      launcher.stop_warm_scope();
+      fn(launcher);
     } catch (const std::exception& e) {
-      spdlog::warn("certify: the warm trainers of {} were not stopped ({}): they end when idle 15 min",
-                   file.string(), e.what());
+      spdlog::warn("certify: the warm trainers of {}: {} ({})", file.string(), failed, e.what());
     }
   }
+}
+
+void ProcessRunner::await_warm_scope(const std::vector<std::filesystem::path>& configs) {
+  on_scope(
+      configs,
+      [](Launcher& launcher) {
+        for (const auto& still : launcher.await_warm_scope(std::chrono::seconds(300)))
+          if (!still.empty()) spdlog::warn("certify: {} (its trainings wait for it)", still);
+      },
+      "not awaited: a tier's first trainings may run beside their import");
+}
+
+void ProcessRunner::end_warm_scope(const std::vector<std::filesystem::path>& configs) {
+  on_scope(
+      configs, [](Launcher& launcher) { launcher.stop_warm_scope(); },
+      "not stopped: they end when idle 15 min");
 }
 
 std::vector<FleetNode> ProcessRunner::each(const fleet::NodeRuns& spec, const std::vector<Node>& nodes) {

@@ -3,6 +3,7 @@
 // interface to drive every tier's policy without a process (tests/unit/certify_tiers_test.cpp).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,10 @@
 #include "cvs/config/cluster.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet/fleet_pairs.hpp"
+
+namespace cvs {
+class Launcher;
+}
 
 namespace cvs::certify {
 
@@ -32,6 +37,10 @@ class SuiteRunner {
   // The certification's warm-trainer scope (every run gets --warm-scope): one import of MaxText
   // a node and config for all its tiers. Empty: each session has its own.
   virtual std::string warm_scope() const { return ""; }
+  // After the preflight, which started them: until the certification's warm trainers on every
+  // node serve or have ended (each config's), so that no import of it runs beside a later tier's
+  // training (on one node, or on the nodes that share a host's cores) and slows what it measures.
+  virtual void await_warm_scope(const std::vector<std::filesystem::path>& /*configs*/) {}
   // At the certification's end: its warm trainers stopped on every node (each config's temp_dir).
   virtual void end_warm_scope(const std::vector<std::filesystem::path>& /*configs*/) {}
 };
@@ -49,9 +58,14 @@ class ProcessRunner final : public SuiteRunner {
   std::string drain(const Node& node, const std::string& reason) override;
   bool interrupted() const override;
   std::string warm_scope() const override { return scope_; }
+  void await_warm_scope(const std::vector<std::filesystem::path>& configs) override;
   void end_warm_scope(const std::vector<std::filesystem::path>& configs) override;
 
  private:
+  // fn on a launcher of each config (not empty) with this certification's scope; a config that
+  // does not load is logged as a warning with `failed` (what then happens).
+  void on_scope(const std::vector<std::filesystem::path>& configs, const std::function<void(Launcher&)>& fn,
+                const char* failed);
   const Cluster& cluster_;
   std::string scope_;  // cert-<16 hex: this host, pid and time>
 };

@@ -108,6 +108,8 @@ class PreflightTier final : public Tier {
                            nodes);
       account(t, rdma);
     }
+    // The warm trainers these runs started import still: the next tier measures speed.
+    if (!c.runner.interrupted()) c.runner.await_warm_scope({c.in.single_config, c.in.distributed_config});
     auto policy = c.o.policy;
     policy.baseline.clear();  // no training yet
     for (const auto& ns : score_fleet(setup, policy).nodes)

@@ -375,6 +375,10 @@ std::string Launcher::warm_scope_dir() const {
   return cfg_.paths.temp_dir + "/warm-trainer/scope-" + warm_scope_;
 }
 
+std::string Launcher::warm_scope_socket_prefix() const {
+  return "cvs-warm-" + warm_scope_ + "-";
+}
+
 // A session's trainer is its own (the session's tag). A scope's is named by what a training must
 // share with it: the python, the train script, the node and the environment but for the
 // per-training variables (another config's environment, another trainer beside it).
@@ -392,7 +396,7 @@ Launcher::WarmTrainer Launcher::warm_trainer_of(std::size_t r, const std::string
   for (const auto& [k, v] : env)
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) what += k + '=' + v + '\n';
   const std::string key = sha256_hex(what).substr(0, 16);
-  return {"cvs-warm-" + warm_scope_ + "-" + key, warm_scope_dir() + "/" + key + "/pid"};
+  return {warm_scope_socket_prefix() + key, warm_scope_dir() + "/" + key + "/pid"};
 }
 
 void Launcher::stop_warm_scope() {
@@ -400,6 +404,19 @@ void Launcher::stop_warm_scope() {
   agent_fan_out(std::vector<std::vector<std::string>>(cluster_.nodes.size(),
                                                       agent::stop(warm_scope_dir(), policy_.stop_grace_s)),
                 std::chrono::seconds(60));
+}
+
+std::vector<std::string> Launcher::await_warm_scope(std::chrono::seconds limit) {
+  std::vector<std::string> still(cluster_.nodes.size());
+  if (warm_scope_.empty()) return still;
+  const auto rs = agent_fan_out(
+      std::vector<std::vector<std::string>>(
+          cluster_.nodes.size(),
+          agent::await_warm(warm_scope_dir(), warm_scope_socket_prefix(), static_cast<int>(limit.count()))),
+      limit + std::chrono::seconds(30));
+  for (std::size_t r = 0; r < rs.size(); ++r)
+    if (!rs[r].ok()) still[r] = cluster_.nodes[r].name + ": " + rs[r].describe();
+  return still;
 }
 
 std::vector<std::string> Launcher::teardown() {

@@ -135,6 +135,10 @@ class Launcher {
   void set_warm_scope(std::string scope) { warm_scope_ = std::move(scope); }
   // Stops the warm trainers of set_warm_scope's scope on every node (safe when none runs).
   void stop_warm_scope();
+  // Waits until every warm trainer of the scope on every node serves or has ended (none still
+  // importing beside a training that measures speed); at most `limit`. What still imports then,
+  // per node ("" where none).
+  std::vector<std::string> await_warm_scope(std::chrono::seconds limit);
   // After setup(): "a warm trainer on each of N node(s)", or "off (why)" (the setup's warm_start).
   const std::string& warm_start_words() const { return warm_words_; }
 
@@ -208,6 +212,7 @@ class Launcher {
   // Node r's warm trainer: this session's, or (warm_scope_) the scope's for this config on the node.
   WarmTrainer warm_trainer_of(std::size_t r, const std::string& tag, bool scoped) const;
   std::string warm_scope_dir() const;
+  std::string warm_scope_socket_prefix() const;  // a scope's trainer's socket: this, then its key
 };
 
 }  // namespace cvs

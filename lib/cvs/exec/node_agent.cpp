@@ -111,6 +111,11 @@ std::vector<std::string> stop(const std::string& pid_file, int grace_seconds) {
   return {"sh", "-c", with_common(scripts::stop), "cvs-stop", pid_file, std::to_string(grace_seconds)};
 }
 
+std::vector<std::string> await_warm(const std::string& dir, const std::string& prefix, int limit_s) {
+  return {"sh", "-c",   with_common(scripts::await_warm), "cvs-await-warm",
+          dir,  prefix, std::to_string(limit_s)};
+}
+
 std::vector<std::string> first_existing(const std::vector<std::string>& paths) {
   std::vector<std::string> v = {"sh", "-c", scripts::first_existing, "cvs-first"};
   v.insert(v.end(), paths.begin(), paths.end());

@@ -77,6 +77,10 @@ std::vector<std::string> warm_start(const std::string& python, const std::string
 // pid file is <folder>/*/pid, signalled at once.
 std::vector<std::string> stop(const std::string& pid_file, int grace_seconds);
 
+// Waits until every warm trainer whose pid file is <dir>/*/pid serves (its socket @<prefix><its
+// folder's name>) or has ended; after limit_s seconds with one still importing, exit 1 naming it.
+std::vector<std::string> await_warm(const std::string& dir, const std::string& prefix, int limit_s);
+
 // Prints the first existing path of the list (exit 1 when none exists).
 std::vector<std::string> first_existing(const std::vector<std::string>& paths);
 
