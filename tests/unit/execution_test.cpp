@@ -699,6 +699,23 @@ TEST(Rdma, TheNodeCheckUnderstandsPrefixExactAndExclude) {
   EXPECT_TRUE(r.ok()) << "IB disabled: no IB checks: " << r.out;
 }
 
+// A certification's warm trainers are the local runtime's only (a container ends with its
+// session): with a container runtime, awaiting or stopping the scope runs nothing on the nodes (a
+// `docker exec` into the session's container, gone by then, would fail on each and be reported).
+TEST(Launcher, AScopeOutsideTheLocalRuntimeRunsNothingOnTheNodes) {
+  auto j = nlohmann::ordered_json::parse(
+      cvs::test::read_file(std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json"));
+  j["container"]["runtime"]["name"] = "docker";
+  j["container"]["image"] = "cvs-no-such-image:none";
+  const auto cfg = cvs::load_config_text(j.dump(), std::string(CVS_SOURCE_ROOT) + "/configs/x.json",
+                                         {.user = "", .require_threshold_file = false});
+  auto cl = cvs::default_cluster();
+  cvs::Launcher launcher(cfg, cl, {});
+  launcher.set_warm_scope("cert-unit");
+  EXPECT_EQ(launcher.await_warm_scope(std::chrono::seconds(1)), std::vector<std::string>(cl.nodes.size()));
+  launcher.stop_warm_scope();
+}
+
 TEST(Launcher, TheHuggingFaceTokenTravelsAsAFilePathNeverAsAValue) {
   const auto dir = std::filesystem::temp_directory_path() / ("cvs_hf_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

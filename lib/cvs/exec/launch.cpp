@@ -322,7 +322,7 @@ void Launcher::start_warm_trainers() {
     return;
   }
   if (train_script_.empty()) return;
-  const bool scoped = !warm_scope_.empty() && cfg_.container.runtime == "local";
+  const bool scoped = scoped_here();
   if (!scoped && expected_trainings_ >= 0 && expected_trainings_ < 2) {
     warm_words_ = "off (" + std::to_string(expected_trainings_) + " training(s) in this session)";
     return;
@@ -399,8 +399,12 @@ Launcher::WarmTrainer Launcher::warm_trainer_of(std::size_t r, const std::string
   return {warm_scope_socket_prefix() + key, warm_scope_dir() + "/" + key + "/pid"};
 }
 
+bool Launcher::scoped_here() const {
+  return !warm_scope_.empty() && cfg_.container.runtime == "local";
+}
+
 void Launcher::stop_warm_scope() {
-  if (warm_scope_.empty()) return;
+  if (!scoped_here()) return;
   agent_fan_out(std::vector<std::vector<std::string>>(cluster_.nodes.size(),
                                                       agent::stop(warm_scope_dir(), policy_.stop_grace_s)),
                 std::chrono::seconds(60));
@@ -408,7 +412,7 @@ void Launcher::stop_warm_scope() {
 
 std::vector<std::string> Launcher::await_warm_scope(std::chrono::seconds limit) {
   std::vector<std::string> still(cluster_.nodes.size());
-  if (warm_scope_.empty()) return still;
+  if (!scoped_here()) return still;
   const auto rs = agent_fan_out(
       std::vector<std::vector<std::string>>(
           cluster_.nodes.size(),
