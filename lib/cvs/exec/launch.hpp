@@ -212,10 +212,10 @@ class Launcher {
   // Node r's warm trainer: this session's, or (warm_scope_) the scope's for this config on the node.
   WarmTrainer warm_trainer_of(std::size_t r, const std::string& tag, bool scoped) const;
   std::string warm_scope_dir() const;
-  std::string warm_scope_socket_prefix() const;
+  std::string warm_scope_socket_prefix() const;  // a scope's trainer's socket: this, then its key
   // A scope's trainers are the local runtime's only (a container ends with its session): with
   // another runtime there is none to start, await or stop.
-  bool scoped_here() const;  // a scope's trainer's socket: this, then its key
+  bool scoped_here() const;
 };
 
 }  // namespace cvs
