@@ -65,6 +65,8 @@ assert setup["outcome"] == "PASS", setup
 assert r["provenance"]["image_id"], "no image id"
 # Every training forked from the container's warm trainer (its log's second line says so).
 assert setup["properties"]["warm_start"] == "a warm trainer on each of 1 node(s)", setup["properties"]
+# The setup stage's JAX probe too: no import of its own.
+assert setup["properties"]["jax_probe"] == "forked from the warm trainer on each of 1 node(s)", setup["properties"]
 for key, s in r["sweeps"].items():
     line2 = open(os.path.join(os.path.dirname(sys.argv[1]), s["run"]["nodes"][0]["log"])).read().splitlines()[1]
     assert line2.startswith("cvs-warm: training in process "), (key, line2)

@@ -126,6 +126,7 @@ r = json.load(open(sys.argv[1]))
 assert r["config"]["thresholds_source"] == "--thresholds", r["config"]
 setup = [s for s in r["stages"] if s["stage"] == "test_setup"][0]
 assert setup["properties"]["warm_start"] == "off (0 training(s) in this session)", setup["properties"]
+assert setup["properties"]["jax_probe"] == "a python of its own on each of 1 node(s)", setup["properties"]
 assert r["config"]["threshold_file"].endswith("cpu_jaxmaxtext_tiny_single_threshold.json"), r["config"]
 assert "calibration" not in r
 ' "$out/explicit/results.json" || fail "--thresholds not used"

@@ -94,6 +94,14 @@ TEST_F(LauncherE2E, AWarmStartedTrainingTrainsAsAColdOneStepForStep) {
     auto cl = cvs::default_cluster();
     cvs::Launcher l(c, cl, fast());
     ASSERT_TRUE(l.setup().empty());
+    // The setup stage's probe: forked too, seeing the devices the training will.
+    const auto probe =
+        l.python_all("import jax; print('devices', len(jax.local_devices()))", std::chrono::minutes(2));
+    ASSERT_EQ(probe.size(), 1u);
+    EXPECT_TRUE(probe[0].ok()) << probe[0].describe();
+    EXPECT_NE(probe[0].out.find("devices 1\n"), std::string::npos) << probe[0].out;
+    EXPECT_EQ(probe[0].out.find("cvs-warm: python -c in process "), warm ? 0u : std::string::npos)
+        << probe[0].out;
     const std::string name = std::string(warm ? "warm" : "cold") + std::to_string(losses.size());
     auto o = l.run(request(c, name, 20));
     ASSERT_TRUE(o.ok) << o.failure;

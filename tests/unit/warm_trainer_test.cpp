@@ -153,6 +153,22 @@ TEST_F(WarmTrainer, TrainingsAreForkedFromOneImportWithTheirArgvDirectoryAndExit
   EXPECT_NE(warm_pid("a"), warm_pid("b"));
 }
 
+// The setup stage's JAX probe (Launcher::python_all): `python -c CODE ARGS` forked as a training
+// is, the code __main__ with sys.argv ["-c", ARGS], what the trainer imported already loaded.
+TEST_F(WarmTrainer, APythonDashCIsForkedAsATrainingIsWithTheImportsDone) {
+  start_trainer();
+  const auto r = run(cvs::agent::warm_start(
+      "python3", name, trainer_pid(), "",
+      {"python3", "-c", "import sys, heavy\nprint('code', __name__, sys.argv, flush=True)\nsys.exit(6)", "x",
+       "y"}));
+  EXPECT_EQ(r.exit_code, 6) << r.out << r.err;
+  EXPECT_EQ(r.out.find("cvs-warm: python -c in process "), 0u) << r.out;
+  EXPECT_NE(r.out.find("code __main__ ['-c', 'x', 'y']\n"), std::string::npos) << r.out;
+  EXPECT_EQ(imports(), 1) << "heavy came from the trainer's import (a cold python here has no such module)";
+  const auto bad = run(cvs::agent::warm_start("python3", name, trainer_pid(), "", {"python3", "-c"}));
+  EXPECT_NE(bad.out.find("cvs-warm: cold start: -c without its code"), std::string::npos) << bad.out;
+}
+
 TEST_F(WarmTrainer, ATrainingEndsAsTheInterpreterWould) {
   start_trainer();
   start("raise", {"raise"});

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <csignal>
+#include <tuple>
 
 #include "cvs/base/sha256.hpp"
 #include "cvs/base/text.hpp"
@@ -69,6 +70,19 @@ std::vector<ProcResult> Launcher::exec_all(const std::vector<std::string>& cmd,
                                            std::chrono::milliseconds timeout, const EnvList& env) const {
   std::vector<std::vector<std::string>> per_node(cluster_.nodes.size(), runtime_->exec_argv(cmd, env));
   return fan_out(transport_, per_node, timeout);
+}
+
+std::vector<ProcResult> Launcher::python_all(const std::string& code,
+                                             std::chrono::milliseconds timeout) const {
+  const auto& python = cfg_.train_params.python;
+  if (warm_.empty()) return exec_all({python, "-c", code}, timeout, jax_env());
+  std::vector<std::vector<std::string>> per_node(warm_.size());
+  std::vector<EnvList> envs(warm_.size());
+  for (std::size_t r = 0; r < warm_.size(); ++r)
+    std::tie(per_node[r], envs[r]) = placement_->training(
+        r, agent::warm_start(python, warm_[r].name, warm_[r].pid_file, "", {python, "-c", code}),
+        node_env(r));
+  return agent_fan_out(per_node, timeout, envs);
 }
 
 EnvList Launcher::node_env(std::size_t rank) const {

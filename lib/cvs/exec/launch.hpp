@@ -119,6 +119,11 @@ class Launcher {
   // Runs a command inside the runtime on every node (e.g. probes). Results in node order.
   std::vector<ProcResult> exec_all(const std::vector<std::string>& cmd, std::chrono::milliseconds timeout,
                                    const EnvList& env = {}) const;
+  // `python -c code` (train_params.python) on every node as a training runs there: in the runtime,
+  // with a training's environment (node_env), forked from the node's warm trainer where one serves
+  // (JAX and MaxText already imported: the setup stage's probe), else a python of its own. Its
+  // output says which ("cvs-warm: python -c in process N, forked" or "cvs-warm: cold start: why").
+  std::vector<ProcResult> python_all(const std::string& code, std::chrono::milliseconds timeout) const;
   RunOutcome run(const RunRequest& req, const ProgressSink& progress = {});
   // Always safe to call, also after a failed setup or twice.
   std::vector<std::string> teardown();

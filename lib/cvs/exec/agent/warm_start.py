@@ -1,5 +1,5 @@
-# warm_start NAME TRAINER_PID_FILE PID_OUT -- ARGV...: runs ARGV (python SCRIPT ARGS: a training)
-# as a process forked from the warm trainer @NAME (warm_trainer.py), with this process's standard
+# warm_start NAME TRAINER_PID_FILE PID_OUT -- ARGV...: runs ARGV (python SCRIPT ARGS: a training;
+# or python -c CODE ARGS: a probe) as a process forked from the warm trainer @NAME (warm_trainer.py), with this process's standard
 # input and output, directory and environment, and exits with its exit code; the training's pid is
 # written to PID_OUT (the telemetry sampler's). Stands for the training where it was started:
 # TERM, INT, HUP, QUIT, USR1 and USR2 are passed on; killed, it takes the training with it. While
@@ -58,7 +58,8 @@ if not line.startswith("pid "):
     s.close()
     cold(line[len("refused "):] if line.startswith("refused ") else "the warm trainer did not answer")
 pid = int(line.split()[1])
-print(f"cvs-warm: training in process {pid}, forked from the warm trainer", flush=True)
+what = "python -c" if ARGV[1:2] == ["-c"] else "training"
+print(f"cvs-warm: {what} in process {pid}, forked from the warm trainer", flush=True)
 if PID_OUT:
     with open(PID_OUT + ".tmp", "w") as f:
         f.write(f"{pid}\n")

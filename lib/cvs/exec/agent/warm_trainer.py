@@ -4,7 +4,8 @@
 # 4 s on a CPU, more on a GPU node), then serves @NAME (an abstract unix socket, this user only):
 # each request (warm_start.py) is one training, forked from here with the requester's standard
 # input and output, directory, environment and argv, and run as `python SCRIPT ARGS` would
-# (runpy, __main__): a process of its own, its exit code sent back; it ends as the interpreter
+# (runpy, __main__), or `python -c CODE ARGS` (the setup stage's JAX probe: the imports already
+# done): a process of its own, its exit code sent back; it ends as the interpreter
 # would (threads joined, exit functions run, output flushed) but skips the module teardown. A
 # request whose python, script or environment is not the one preloaded is refused (the requester
 # starts cold), but for PER_TRAINING (comma-separated names: the rank, the node count, the
@@ -13,6 +14,7 @@
 # backend is initialised here (a fork after that is unsafe): each training initialises its own.
 # Ends after IDLE_S seconds without a training, or with its session (the launcher's teardown).
 import atexit
+import builtins
 import json
 import os
 import runpy
@@ -24,6 +26,7 @@ import struct
 import sys
 import threading
 import time
+import types
 import warnings
 
 NAME, SCRIPT, IDLE_S = sys.argv[1], os.path.abspath(sys.argv[2]), float(sys.argv[3])
@@ -57,7 +60,10 @@ def refusal(req):
         python = shutil.which(python, path=req["env"].get("PATH")) or python
     if os.path.abspath(python) != os.path.abspath(sys.executable):
         return f"python {req['argv'][0]} is not the warm trainer's {sys.executable}"
-    if len(req["argv"]) < 2 or os.path.abspath(req["argv"][1]) != SCRIPT:
+    if req["argv"][1:2] == ["-c"]:
+        if len(req["argv"]) < 3:
+            return "-c without its code"
+    elif len(req["argv"]) < 2 or os.path.abspath(req["argv"][1]) != SCRIPT:
         return f"the script is not the warm trainer's {SCRIPT}"
     env = {k: v for k, v in req["env"].items() if k not in IGNORED_ENV | PER_TRAINING}
     mine = {k: v for k, v in env0.items() if k not in IGNORED_ENV | PER_TRAINING}
@@ -98,9 +104,8 @@ def become_training(conn, fds, req):
         else:
             os.environ.pop(k, None)
     threading.Thread(target=watch, args=(conn,), daemon=True).start()
-    sys.argv = [SCRIPT] + req["argv"][2:]
     try:
-        runpy.run_path(SCRIPT, run_name="__main__")
+        run(req["argv"])
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
@@ -113,6 +118,19 @@ def become_training(conn, fds, req):
         sys.excepthook(*sys.exc_info())
         code = 1
     end(code)
+
+
+def run(argv):
+    if argv[1] == "-c":  # as `python -c CODE ARGS`: the code is __main__, sys.argv ["-c", ARGS]
+        sys.argv = ["-c"] + argv[3:]
+        sys.path[0] = ""
+        main = types.ModuleType("__main__")
+        main.__builtins__ = builtins
+        sys.modules["__main__"] = main
+        exec(compile(argv[2], "<string>", "exec"), main.__dict__)
+    else:
+        sys.argv = [SCRIPT] + argv[2:]
+        runpy.run_path(SCRIPT, run_name="__main__")
 
 
 def end(code):
