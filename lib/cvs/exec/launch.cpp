@@ -151,6 +151,11 @@ std::vector<ProcResult> Launcher::agent_fan_out(const std::vector<std::vector<st
   return run_all(reqs);
 }
 
+std::vector<ProcResult> Launcher::agent_on_every_node(const std::vector<std::string>& program,
+                                                      std::chrono::milliseconds timeout) const {
+  return agent_fan_out(std::vector<std::vector<std::string>>(cluster_.nodes.size(), program), timeout);
+}
+
 std::vector<std::string> Launcher::per_node_problems(const std::vector<ProcResult>& rs,
                                                      const std::string& what) const {
   std::vector<std::string> problems;
@@ -419,18 +424,14 @@ bool Launcher::scoped_here() const {
 
 void Launcher::stop_warm_scope() {
   if (!scoped_here()) return;
-  agent_fan_out(std::vector<std::vector<std::string>>(cluster_.nodes.size(),
-                                                      agent::stop(warm_scope_dir(), policy_.stop_grace_s)),
-                std::chrono::seconds(60));
+  agent_on_every_node(agent::stop(warm_scope_dir(), policy_.stop_grace_s), std::chrono::seconds(60));
 }
 
 std::vector<std::string> Launcher::await_warm_scope(std::chrono::seconds limit) {
   std::vector<std::string> still(cluster_.nodes.size());
   if (!scoped_here()) return still;
-  const auto rs = agent_fan_out(
-      std::vector<std::vector<std::string>>(
-          cluster_.nodes.size(),
-          agent::await_warm(warm_scope_dir(), warm_scope_socket_prefix(), static_cast<int>(limit.count()))),
+  const auto rs = agent_on_every_node(
+      agent::await_warm(warm_scope_dir(), warm_scope_socket_prefix(), static_cast<int>(limit.count())),
       limit + std::chrono::seconds(30));
   for (std::size_t r = 0; r < rs.size(); ++r)
     if (!rs[r].ok()) still[r] = cluster_.nodes[r].name + ": " + rs[r].describe();
@@ -441,9 +442,7 @@ std::vector<std::string> Launcher::teardown() {
   std::vector<std::string> problems;
   if (!pid_files_live_.empty()) {
     for (const auto& p : pid_files_live_)
-      agent_fan_out(
-          std::vector<std::vector<std::string>>(cluster_.nodes.size(), agent::stop(p, policy_.stop_grace_s)),
-          std::chrono::seconds(60));
+      agent_on_every_node(agent::stop(p, policy_.stop_grace_s), std::chrono::seconds(60));
     pid_files_live_.clear();
   }
   if (launched_) {

@@ -188,6 +188,9 @@ class Launcher {
   std::vector<ProcResult> agent_fan_out(const std::vector<std::vector<std::string>>& per_node,
                                         std::chrono::milliseconds timeout,
                                         const std::vector<EnvList>& env = {}) const;
+  // One node-agent program on every node (agent_fan_out), no environment of its own.
+  std::vector<ProcResult> agent_on_every_node(const std::vector<std::string>& program,
+                                              std::chrono::milliseconds timeout) const;
   // The local argv that runs a node-agent program for node `rank` where the agent lives.
   std::vector<std::string> agent_argv(std::size_t rank, const std::vector<std::string>& program,
                                       const EnvList& env = {}) const;
