@@ -5,6 +5,9 @@
 #   2. a sweep with loss gates and no look before its cap runs to the cap (200 steps for 100
 #      configured), and its loss gates still hold on its first 100 steps (the learning-rate
 #      schedule is pinned to them).
+#   4. the same sweep as 1 but with the shipped loss gates (and the loss curve's slope enforced), in
+#      a session whose filter keeps the speed gate's case alone (certify's nodes tier): its looks
+#      are on speed alone, it stops early, and keeps no loss metric (another step count's);
 #   3. a 3-step run has no interval to decide on: INCONCLUSIVE, which fails the test (JUnit
 #      <failure>, exit 1) with on_inconclusive fail and passes, reported, with pass.
 #   extend_test.sh SUITE_BINARY BASE_CONFIG OUT_DIR
@@ -39,6 +42,11 @@ json.dump(capped, open(f"{out}/capped.json", "w"), indent=1)
 cell = json.load(open(base.replace("configs/", "thresholds/").replace(".json", "_threshold.json")))["BS=2,PRECISION=BF16,SL=128"]
 cell["training.tokens_per_sec_per_gpu"] = {"kind": "min_tok_s", "value": 1.0}
 json.dump({"BS=2,PRECISION=BF16,SL=128": cell}, open(f"{out}/capped_threshold.json", "w"), indent=1)
+# 4: 1's run with the shipped loss gates beside its speed gate.
+speed = json.loads(json.dumps(early))
+speed["loss_curve"]["enforce"] = True
+speed["threshold_json"] = "capped_threshold.json"
+json.dump(speed, open(f"{out}/speedonly.json", "w"), indent=1)
 # 3: three steps leave at most two steady-state steps: no interval, whatever the machine.
 for mode in ("fail", "pass"):
     short = json.loads(json.dumps(early))
@@ -82,6 +90,25 @@ for m in ("training.final_loss", "training.initial_loss", "training.loss_decreas
     assert ev[m]["outcome"] == "PASS", ev[m]
 assert s["loss_curve"][-1][0] == 99, s["loss_curve"][-1]
 print("ran to the cap (200 of 100 steps); loss gates on the first 100 steps:", ev["training.final_loss"]["message"])
+PY
+# 4: as certify's nodes tier runs a node: the setup, the training and the speed gate's case.
+rc=0
+"$suite" --config "$out/speedonly.json" --output "$out/speedonly" --quiet --poll-interval-s 1 --startup-budget-s 300 \
+  --step-budget-s 30 '--gtest_filter=test_setup.*:sweep/test_training_run.*:sweep/test_metric.check/*__tokens_per_sec_per_gpu' \
+  >"$out/speedonly.log" 2>&1 || rc=$?
+[[ $rc -eq 0 ]] || { tail -20 "$out/speedonly.log"; fail "speedonly: exit $rc"; }
+python3 - "$out/speedonly/results.json" <<'PY' || fail "looks on speed alone"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]
+x = s["early_stop"]
+assert r["status"] == "PASS", r["status"]
+assert x["stopped_early"] is True and x["steps_run"] < 1000, x
+for m in ("final_loss", "initial_loss", "loss_decreased", "loss_curve_slope"):
+    assert m not in s["metrics"], (m, s["metrics"])
+assert any(n.startswith("no loss or target metric: the run stopped after ") for n in s["notes"]), s["notes"]
+assert "tokens_per_sec_per_gpu" in s["metrics"], s["metrics"]
+print("loss gates not evaluated: stopped after", x["steps_run"], "of 1000 steps on speed alone, no loss metric kept")
 PY
 rc=0
 "$suite" --config "$out/short_fail.json" --output "$out/short_fail" --quiet --poll-interval-s 1 \

@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/catalog/stage_names.hpp"
 #include "cvs/config/config.hpp"
 #include "test_helpers.hpp"
@@ -389,4 +391,28 @@ TEST(StageNames, EveryNameIsOneOfTheSuitesTests) {
   EXPECT_NE(("\n" + d.out).find("\n" + sn::test_suite_of(sn::kSetupRdma) + ".\n"), std::string::npos)
       << d.out;
   EXPECT_EQ(sn::filter_of({sn::kSetup, sn::kTrainingRun}), "test_setup.*:sweep/test_training_run.*");
+}
+
+// Certify's nodes tier keeps the speed metrics' cases alone: the suite lists, for every sweep,
+// each speed metric's test_metric case and no other.
+TEST(StageNames, TheSpeedMetricFilterKeepsEverySweepsSpeedCasesAndNoOther) {
+  namespace sn = cvs::stage_names;
+  const std::string single = std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json";
+  const auto l = run_command(std::string(CVS_SUITE_SINGLE) + " --config " + single +
+                             " '--gtest_filter=" + sn::speed_metric_tests() + "' --gtest_list_tests");
+  ASSERT_EQ(l.exit_code, 0) << l.out;
+  const auto cfg = cvs::load_config(single, {.user = "", .require_threshold_file = false});
+  std::size_t cases = 0, speed = 0;
+  std::istringstream in(l.out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("  check/", 0) == 0) {
+      ++cases;
+      const auto name = line.substr(8, line.find(' ', 8) - 8);
+      const auto metric = name.substr(name.rfind("__") + 2);
+      EXPECT_TRUE(cvs::find_metric(metric) && cvs::find_metric(metric)->speed) << line;
+    }
+  for (const auto& m : cvs::metric_catalog()) speed += m.speed && m.gated_by == cvs::GatedBy::TestMetric;
+  EXPECT_EQ(cases, cfg.runs.size() * speed) << l.out;
+  EXPECT_GE(speed, 8u);
+  EXPECT_EQ(l.out.find("__final_loss"), std::string::npos) << l.out;
 }

@@ -23,5 +23,9 @@ inline constexpr const char* kSweepPrefix = "sweep/";
 std::string test_suite_of(const char* stage);
 // A --gtest_filter keeping exactly these stages: "test_setup.*:sweep/test_training_run.*".
 std::string filter_of(std::initializer_list<const char*> stages);
+// A --gtest_filter keeping every sweep's test_metric cases of the speed metrics alone
+// ("sweep/test_metric.check/*__tokens_per_sec_per_gpu:..."): certify's nodes tier, whose question
+// is speed (the loss gates are the suite's own run's).
+std::string speed_metric_tests();
 
 }  // namespace cvs::stage_names

@@ -23,7 +23,7 @@ std::string runs_of(TierKind k, const Options& o, const Inputs& in, std::size_t 
                                                    : ", and the distributed config's setup and RDMA check");
     case TierKind::Nodes:
       if (user_filter(o)) return "the stages the --gtest_filter keeps, on each node";
-      return fmt::format("the setup and {} sweep(s)' training and gates on each node{}",
+      return fmt::format("the setup and {} sweep(s)' training and speed gates on each node{}",
                          in.single_steps.size(),
                          in.checkpoint_resume ? "; the checkpoint save and resume once, on one node" : "");
     case TierKind::Links:

@@ -45,18 +45,27 @@ bool EarlyStopper::operator()(const std::vector<StepRecord>& head) {
   return true;
 }
 
-std::vector<ThresholdSpec> speed_gates(const std::vector<ThresholdSpec>* cell) {
+namespace {
+
+bool gated(const ThresholdSpec& s, const MetricEvaluated& evaluated) {
+  return s.kind != ThresholdKind::Info && (!evaluated || evaluated(s.metric));
+}
+
+}  // namespace
+
+std::vector<ThresholdSpec> speed_gates(const std::vector<ThresholdSpec>* cell,
+                                       const MetricEvaluated& evaluated) {
   std::vector<ThresholdSpec> v;
   if (cell)
     for (const auto& s : *cell)
-      if (s.kind != ThresholdKind::Info && is_speed_metric(s.metric)) v.push_back(s);
+      if (gated(s, evaluated) && is_speed_metric(s.metric)) v.push_back(s);
   return v;
 }
 
-bool gates_beyond_speed(const std::vector<ThresholdSpec>* cell) {
+bool gates_beyond_speed(const std::vector<ThresholdSpec>* cell, const MetricEvaluated& evaluated) {
   if (cell)
     for (const auto& s : *cell)
-      if (s.kind != ThresholdKind::Info && !is_speed_metric(s.metric)) return true;
+      if (gated(s, evaluated) && !is_speed_metric(s.metric)) return true;
   return false;
 }
 

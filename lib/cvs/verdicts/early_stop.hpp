@@ -10,9 +10,13 @@
 //
 // Gates on anything else (loss values, trend, the loss_curve block's slope) need the configured
 // step count: a sweep with such gates is never stopped before it, and its loss metrics are taken
-// from its first `steps` steps (the learning-rate schedule is pinned to them).
+// from its first `steps` steps (the learning-rate schedule is pinned to them). Only the gates the
+// session evaluates count: a session that evaluates speed gates alone (certify's nodes tier) looks
+// from the first planned look on, and a run it stops before its configured steps has no loss
+// metrics (they would be another step count's).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,8 +66,14 @@ class EarlyStopper {
   std::string reason_;
 };
 
-// The speed gates of a cell (non-info specs on speed metrics), and whether it gates anything else.
-std::vector<ThresholdSpec> speed_gates(const std::vector<ThresholdSpec>* cell);
-bool gates_beyond_speed(const std::vector<ThresholdSpec>* cell);
+// Whether the session evaluates a metric's gate (its test_metric case runs); every metric when
+// unset.
+using MetricEvaluated = std::function<bool(const std::string& metric)>;
+// The speed gates of a cell (non-info specs on speed metrics) the session evaluates, and whether
+// it evaluates a gate on anything else (a run that gates no loss can stop before its configured
+// steps: certify's nodes tier, whose question is speed).
+std::vector<ThresholdSpec> speed_gates(const std::vector<ThresholdSpec>* cell,
+                                       const MetricEvaluated& evaluated = {});
+bool gates_beyond_speed(const std::vector<ThresholdSpec>* cell, const MetricEvaluated& evaluated = {});
 
 }  // namespace cvs
