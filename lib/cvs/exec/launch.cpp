@@ -85,26 +85,46 @@ std::vector<ProcResult> Launcher::python_all(const std::string& code,
   return agent_fan_out(per_node, timeout, envs);
 }
 
-EnvList Launcher::node_env(std::size_t rank) const {
+namespace {
+
+bool cpu_hardware(const SuiteConfig& cfg) {
+  const auto& mc = cfg.train_params.maxtext_config;
+  return mc.contains("hardware") && mc["hardware"] == "cpu";
+}
+
+}  // namespace
+
+EnvList Launcher::per_training_env(std::size_t rank) const {
   const auto n = std::to_string(cluster_.nodes.size());
-  const auto& cenv = cfg_.container.env;
   EnvList e = {{"JAX_COORDINATOR_IP", cluster_.coordinator_address}};
-  if (!has_env(cenv, "JAX_COORDINATOR_PORT")) e.emplace_back("JAX_COORDINATOR_PORT", kDefaultCoordinatorPort);
+  if (!has_env(cfg_.container.env, "JAX_COORDINATOR_PORT"))
+    e.emplace_back("JAX_COORDINATOR_PORT", kDefaultCoordinatorPort);
   e.emplace_back("NNODES", n);
   e.emplace_back("NODE_RANK", std::to_string(rank));
   e.emplace_back("JAX_PROCESS_INDEX", std::to_string(rank));
-  for (auto& kv : jax_env()) e.push_back(std::move(kv));
   // MaxText's CPU multi-process path (max_utils.initialize_jax_for_cpu) reads these instead.
-  const auto& mc = cfg_.train_params.maxtext_config;
-  if (mc.contains("hardware") && mc["hardware"] == "cpu") {
+  if (cpu_hardware(cfg_)) {
     e.emplace_back("JAX_COORDINATOR_ADDRESS", cluster_.coordinator_address);
     e.emplace_back("JOB_INDEX", "0");
     e.emplace_back("JOB_COMPLETION_INDEX", std::to_string(rank));
     e.emplace_back("PROCESSES_IN_JOB", n);
     e.emplace_back("JAX_PROCESS_COUNT", n);
-    if (!has_env(cenv, "JAX_CPU_COLLECTIVES_IMPLEMENTATION"))
-      e.emplace_back("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "gloo");
   }
+  return e;
+}
+
+std::vector<std::string> Launcher::per_training_env_keys() const {
+  std::vector<std::string> keys;
+  for (const auto& kv : per_training_env(0)) keys.push_back(kv.first);
+  return keys;
+}
+
+EnvList Launcher::node_env(std::size_t rank) const {
+  const auto& cenv = cfg_.container.env;
+  EnvList e = per_training_env(rank);
+  for (auto& kv : jax_env()) e.push_back(std::move(kv));
+  if (cpu_hardware(cfg_) && !has_env(cenv, "JAX_CPU_COLLECTIVES_IMPLEMENTATION"))
+    e.emplace_back("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "gloo");
   for (auto& kv : hf_env()) e.push_back(std::move(kv));
   // JAX's compiler says each compile's seconds and each persistent-cache hit or miss (about 80
   // lines a run): the run's compile phase and whether it came from the cache (logs/run_timeline).
@@ -114,14 +134,6 @@ EnvList Launcher::node_env(std::size_t rank) const {
   if (!has_env(cenv, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"))
     e.emplace_back("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0");
   return e;
-}
-
-const std::vector<std::string>& Launcher::per_training_env_keys() {
-  static const std::vector<std::string> keys = {
-      "JAX_COORDINATOR_IP", "JAX_COORDINATOR_PORT",    "NNODES",    "NODE_RANK",
-      "JAX_PROCESS_INDEX",  "JAX_COORDINATOR_ADDRESS", "JOB_INDEX", "JOB_COMPLETION_INDEX",
-      "PROCESSES_IN_JOB",   "JAX_PROCESS_COUNT"};
-  return keys;
 }
 
 EnvList Launcher::jax_env() const {
@@ -406,7 +418,7 @@ Launcher::WarmTrainer Launcher::warm_trainer_of(std::size_t r, const std::string
     const std::string dir = cfg_.paths.temp_dir + "/warm-trainer/" + tag + "/node-" + std::to_string(r);
     return {"cvs-warm-" + tag + "-" + std::to_string(r), dir + "/pid"};
   }
-  const auto& keys = per_training_env_keys();
+  const auto keys = per_training_env_keys();
   std::string what = cfg_.train_params.python + '\n' + train_script_ + '\n' + cluster_.nodes[r].name + '\n' +
                      cluster_.nodes[r].host + '\n';
   auto env = cfg_.container.env;

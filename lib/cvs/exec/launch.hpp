@@ -147,11 +147,13 @@ class Launcher {
   // After setup(): "a warm trainer on each of N node(s)", or "off (why)" (the setup's warm_start).
   const std::string& warm_start_words() const { return warm_words_; }
 
-  // The env injected into the training process on node `rank` (exposed for tests and reports).
+  // The env injected into the training process on node `rank` (exposed for tests and reports):
+  // per_training_env's, then what every training of the config shares.
   EnvList node_env(std::size_t rank) const;
   // The variables of node_env that differ between trainings on one node (its rank, the node count,
   // the coordinator): MaxText and JAX read them when a training initialises, not at import.
-  static const std::vector<std::string>& per_training_env_keys();
+  EnvList per_training_env(std::size_t rank) const;
+  std::vector<std::string> per_training_env_keys() const;
   // Hugging Face's env for training and the tokenizer download: HF_TOKEN_PATH (the token file's
   // path, never its value) and HF_HOME; empty when paths.hf_token_file is empty.
   EnvList hf_env() const;
