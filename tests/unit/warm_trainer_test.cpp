@@ -164,10 +164,14 @@ TEST_F(WarmTrainer, APythonDashCIsForkedAsATrainingIsWithTheImportsDone) {
   EXPECT_EQ(r.exit_code, 6) << r.out << r.err;
   // Its line and the code's output share the pipe: either may come first.
   EXPECT_NE(r.out.find("cvs-warm: python -c in process "), std::string::npos) << r.out;
+  EXPECT_TRUE(cvs::agent::warm_start_seen(r.out).forked) << r.out;
+  EXPECT_FALSE(cvs::agent::warm_start_seen(r.out).cold) << r.out;
   EXPECT_NE(r.out.find("code __main__ ['-c', 'x', 'y']\n"), std::string::npos) << r.out;
   EXPECT_EQ(imports(), 1) << "heavy came from the trainer's import (a cold python here has no such module)";
   const auto bad = run(cvs::agent::warm_start("python3", name, trainer_pid(), "", {"python3", "-c"}));
   EXPECT_NE(bad.out.find("cvs-warm: cold start: -c without its code"), std::string::npos) << bad.out;
+  EXPECT_FALSE(cvs::agent::warm_start_seen(bad.out).forked) << bad.out;
+  EXPECT_EQ(cvs::agent::warm_start_seen(bad.out).cold, "-c without its code") << bad.out;
 }
 
 TEST_F(WarmTrainer, ATrainingEndsAsTheInterpreterWould) {

@@ -107,6 +107,17 @@ std::vector<std::string> warm_start(const std::string& python, const std::string
   return v;
 }
 
+WarmStartSeen warm_start_seen(const std::string& out) {
+  static const std::string kCold = "cvs-warm: cold start: ";
+  WarmStartSeen seen;
+  seen.forked = out.find(", forked from the warm trainer\n") != std::string::npos;
+  if (const auto at = out.find(kCold); at != std::string::npos) {
+    const auto from = at + kCold.size();
+    seen.cold = out.substr(from, out.find('\n', from) - from);
+  }
+  return seen;
+}
+
 std::vector<std::string> stop(const std::string& pid_file, int grace_seconds) {
   return {"sh", "-c", with_common(scripts::stop), "cvs-stop", pid_file, std::to_string(grace_seconds)};
 }

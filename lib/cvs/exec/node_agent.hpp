@@ -72,6 +72,13 @@ std::vector<std::string> if_warm_capable(const std::string& python, const std::v
 std::vector<std::string> warm_start(const std::string& python, const std::string& name,
                                     const std::string& trainer_pid_file, const std::string& pid_out,
                                     const std::vector<std::string>& argv);
+// How a warm start's output says it ran: forked from the trainer, or cold and why (its
+// `cvs-warm: cold start: <why>` line); neither for output without a warm start's line.
+struct WarmStartSeen {
+  bool forked = false;
+  std::optional<std::string> cold;
+};
+WarmStartSeen warm_start_seen(const std::string& out);
 
 // TERM to the run's whole session, KILL after a grace period. pid_file a folder: every run whose
 // pid file is <folder>/*/pid, signalled at once.

@@ -1,6 +1,7 @@
 # warm_start NAME TRAINER_PID_FILE PID_OUT -- ARGV...: runs ARGV (python SCRIPT ARGS: a training;
-# or python -c CODE ARGS: a probe) as a process forked from the warm trainer @NAME (warm_trainer.py), with this process's standard
-# input and output, directory and environment, and exits with its exit code; the training's pid is
+# or python -c CODE ARGS: a probe) as a process forked from the warm trainer @NAME
+# (warm_trainer.py), with this process's standard input and output, directory and environment,
+# and exits with its exit code; the training's pid is
 # written to PID_OUT (the telemetry sampler's). Stands for the training where it was started:
 # TERM, INT, HUP, QUIT, USR1 and USR2 are passed on; killed, it takes the training with it. While
 # the trainer still imports (its pid alive, no socket yet), waits; when it is gone, or refuses
