@@ -82,6 +82,27 @@ TEST(Fleet, AFastNodeIsNotASuspectButADifferentLossIsEitherWay) {
   EXPECT_EQ(s.suspects(), std::vector<std::string>{"lossy"});
 }
 
+TEST(Fleet, AFigureFewerThanTheFleetMinimumMeasuredIsNotScored) {
+  // Five passing nodes; the loss only on three of them (the others' runs stopped before their
+  // configured steps: no loss figure). With min_fleet 3 the three are a fleet and the odd loss is
+  // flagged; with min_fleet 4 three values are too few to say which is odd.
+  std::vector<cvs::FleetNode> nodes;
+  for (int i = 0; i < 5; ++i) nodes.push_back(node("n" + std::to_string(i), 10000 + 50 * i, 20));
+  nodes[3].figures.erase(kLoss);
+  nodes[4].figures.erase(kLoss);
+  nodes[2].figures[kLoss] = 3.1;
+  cvs::FleetPolicy three;
+  EXPECT_EQ(cvs::score_fleet(nodes, three).suspects(), std::vector<std::string>{"n2"});
+  cvs::FleetPolicy four;
+  four.min_fleet = 4;
+  const auto s = cvs::score_fleet(nodes, four);
+  EXPECT_FALSE(s.too_small);  // five nodes scored: the fleet is big enough, the loss figure is not
+  EXPECT_TRUE(s.suspects().empty());
+  // The figures all five have are still scored against min_fleet 4: a slow node is found.
+  nodes[1].figures[kTok] = 5000;
+  EXPECT_EQ(cvs::score_fleet(nodes, four).suspects(), std::vector<std::string>{"n1"});
+}
+
 TEST(Fleet, BothBoundsMustBeCrossedSoATightFleetsNoiseIsNoFault) {
   // Nodes agreeing to 0.1 %: one 3 % off has a huge z-score but is within the 10 % bound.
   std::vector<cvs::FleetNode> nodes;

@@ -211,8 +211,8 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
     } else {
       if (!s.too_small)
         for (const auto& [figure, x] : n.figures)
-          if (auto e = outlier(figure, x, s.figures[figure], policy, interval_of(n, figure)))
-            accuse(ns, std::move(*e));
+          if (const auto& st = s.figures[figure]; st.nodes >= policy.min_fleet)
+            if (auto e = outlier(figure, x, st, policy, interval_of(n, figure))) accuse(ns, std::move(*e));
       baseline_evidence(n, policy, ns);
     }
     s.nodes.push_back(std::move(ns));

@@ -16,7 +16,8 @@
 // whole interval is: the end nearest the median must cross both bounds too (a node whose own
 // interval reaches the fleet's band may be as fast as the rest, and a false suspect costs a node
 // its place in the cluster). Fewer than min_fleet scored nodes: the fleet is too small to score, and only
-// the runs' own verdicts count.
+// the runs' own verdicts count; a figure fewer than min_fleet of them measured is not scored either
+// (a loss only the nodes that ran their configured steps have: certify's nodes tier stops runs early).
 //
 // Also, whatever the fleet's size:
 //  - a calibrated baseline (cvs calibrate's file, --baseline): each node's steady-state estimate of
