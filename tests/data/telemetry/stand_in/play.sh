@@ -26,19 +26,32 @@ case "$tool:$1" in
 esac
 list=${CVS_STAND_IN_PLAYLIST:?set CVS_STAND_IN_PLAYLIST}
 here=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+total=$(grep -c . "$list")
 # With $CVS_STAND_IN_STEPS_UNDER (a folder of training logs): until a training.log there, newer than
 # the playlist, has a step line, the first entry is printed and not counted (the sampler's samples
 # before the training's first step are left out of the figures; the playlist plays over the steps).
-if [ -n "${CVS_STAND_IN_STEPS_UNDER:-}" ] &&
-  ! find "$CVS_STAND_IN_STEPS_UNDER" -name training.log -newer "$list" -exec grep -l 'completed step: ' {} + 2>/dev/null |
-  grep -q .; then
-  cat "$here/$(grep . "$list" | sed -n 1p)"
-  exit 0
+# With $CVS_STAND_IN_STEPS_PER_ENTRY too, the entry follows the training's last step line instead
+# of the calls: entry 2 for its first N steps, 3 for the next N, ..., the last one from then on;
+# so each entry's share of the training's samples is its share of the steps, however fast this
+# machine steps and however many samples that makes.
+if [ -n "${CVS_STAND_IN_STEPS_UNDER:-}" ]; then
+  log=$(find "$CVS_STAND_IN_STEPS_UNDER" -name training.log -newer "$list" -exec grep -l 'completed step: ' {} + \
+    2>/dev/null | head -n 1)
+  if [ -z "$log" ]; then
+    cat "$here/$(grep . "$list" | sed -n 1p)"
+    exit 0
+  fi
+  if [ -n "${CVS_STAND_IN_STEPS_PER_ENTRY:-}" ]; then
+    step=$(grep -o 'completed step: [0-9]*' "$log" | tail -n 1 | grep -o '[0-9]*$')
+    k=$((2 + step / CVS_STAND_IN_STEPS_PER_ENTRY))
+    [ "$k" -gt "$total" ] && k=$total
+    cat "$here/$(grep . "$list" | sed -n "${k}p")"
+    exit 0
+  fi
 fi
 n=0
 [ -f "$list.calls" ] && read -r n <"$list.calls"
 echo $((n + 1)) >"$list.calls"
-total=$(grep -c . "$list")
 k=$((n + 1))
 [ "$k" -gt "$total" ] && k=$total
 file=$(grep . "$list" | sed -n "${k}p")
