@@ -211,7 +211,7 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
     } else {
       if (!s.too_small)
         for (const auto& [figure, x] : n.figures)
-          if (const auto& st = s.figures[figure]; st.nodes >= policy.min_fleet)
+          if (const auto& st = s.figures[figure]; policy.scores_figure(st.nodes))
             if (auto e = outlier(figure, x, st, policy, interval_of(n, figure))) accuse(ns, std::move(*e));
       baseline_evidence(n, policy, ns);
     }
@@ -260,7 +260,7 @@ std::optional<DetectionPower> detection_power(const std::vector<FleetNode>& node
     values.push_back(it->second);
     if (const auto* iv = interval_of(n, figure)) halves.push_back((iv->second - iv->first) / 2);
   }
-  if (values.size() < std::max<std::size_t>(policy.min_fleet, 1)) return std::nullopt;
+  if (!policy.scores_figure(values.size())) return std::nullopt;
   DetectionPower d{figure, 0, median_of(values), halves.empty() ? 0.0 : median_of(halves), values.size()};
   const double sigma = d.half_width / normal_quantile((1 + interval_confidence) / 2);
   const double noise = normal_quantile(power) * sigma;

@@ -30,6 +30,7 @@
 //    the majority reports (missing data fails closed).
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -74,6 +75,8 @@ struct FleetPolicy {
   double min_deviation = 0.10;  // relative to the median
   std::size_t min_fleet = 3;
   std::map<FigureKey, FigureStats> baseline;  // the calibration's, per sweep and metric
+  // Whether a figure this many passing nodes measured is scored (and its detection power stated).
+  bool scores_figure(std::size_t nodes) const { return nodes >= std::max<std::size_t>(min_fleet, 1); }
 };
 
 // One node's run, as its results.json says it.
