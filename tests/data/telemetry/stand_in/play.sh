@@ -26,7 +26,13 @@ case "$tool:$1" in
 esac
 list=${CVS_STAND_IN_PLAYLIST:?set CVS_STAND_IN_PLAYLIST}
 here=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
-total=$(grep -c . "$list")
+# play K: prints the playlist's entry K (the last one for any K beyond it).
+play() {
+  k=$1
+  total=$(grep -c . "$list")
+  [ "$k" -gt "$total" ] && k=$total
+  cat "$here/$(grep . "$list" | sed -n "${k}p")"
+}
 # With $CVS_STAND_IN_STEPS_UNDER (a folder of training logs): until a training.log there, newer than
 # the playlist, has a step line, the first entry is printed and not counted (the sampler's samples
 # before the training's first step are left out of the figures; the playlist plays over the steps).
@@ -38,21 +44,16 @@ if [ -n "${CVS_STAND_IN_STEPS_UNDER:-}" ]; then
   log=$(find "$CVS_STAND_IN_STEPS_UNDER" -name training.log -newer "$list" -exec grep -l 'completed step: ' {} + \
     2>/dev/null | head -n 1)
   if [ -z "$log" ]; then
-    cat "$here/$(grep . "$list" | sed -n 1p)"
+    play 1
     exit 0
   fi
   if [ -n "${CVS_STAND_IN_STEPS_PER_ENTRY:-}" ]; then
     step=$(grep -o 'completed step: [0-9]*' "$log" | tail -n 1 | grep -o '[0-9]*$')
-    k=$((2 + step / CVS_STAND_IN_STEPS_PER_ENTRY))
-    [ "$k" -gt "$total" ] && k=$total
-    cat "$here/$(grep . "$list" | sed -n "${k}p")"
+    play $((2 + step / CVS_STAND_IN_STEPS_PER_ENTRY))
     exit 0
   fi
 fi
 n=0
 [ -f "$list.calls" ] && read -r n <"$list.calls"
 echo $((n + 1)) >"$list.calls"
-k=$((n + 1))
-[ "$k" -gt "$total" ] && k=$total
-file=$(grep . "$list" | sed -n "${k}p")
-cat "$here/$file"
+play $((n + 1))
