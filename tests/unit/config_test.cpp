@@ -1,6 +1,8 @@
 // One test per rule of the config loader (spec: "Config layout" .. "Sweeps and runs").
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cvs/config/config.hpp"
 #include "test_helpers.hpp"
 
@@ -240,6 +242,17 @@ TEST(Config, StepsAreRequiredForCompletionDetection) {
   j["sweeps"]["BS=3,PRECISION=FP8,SL=8192"]["steps"] = 50;
   auto c = load_json(j);
   EXPECT_EQ(c.steps_for("BS=3,PRECISION=FP8,SL=8192"), 50);
+}
+
+// Both runs read the one maxtext_config.steps: one key, one problem, listed once.
+TEST(Config, ABadStepCountSharedByTwoRunsIsListedOnce) {
+  auto j = spec_example_untagged();
+  j["train_params"]["maxtext_config"]["steps"] = "ten";
+  const auto issues = issues_of(j);
+  EXPECT_TRUE(has_issue(issues, "/train_params/maxtext_config/steps", "positive integer"));
+  EXPECT_EQ(std::count_if(issues.begin(), issues.end(),
+                          [](const auto& i) { return i.pointer == "/train_params/maxtext_config/steps"; }),
+            1);
 }
 
 TEST(Config, InvalidJsonNamesLineAndColumn) {

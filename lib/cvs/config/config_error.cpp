@@ -1,5 +1,7 @@
 #include "cvs/config/config_error.hpp"
 
+#include <algorithm>
+
 #include "cvs/base/text.hpp"
 
 namespace cvs {
@@ -28,11 +30,20 @@ ConfigError::ConfigError(std::string file, std::string pointer, std::string mess
           {std::move(file), std::move(pointer), std::move(message), std::move(fix)}}) {}
 
 void IssueList::add(std::string pointer, std::string message, std::string fix) {
-  issues_.push_back({file_, std::move(pointer), std::move(message), std::move(fix)});
+  push_once({file_, std::move(pointer), std::move(message), std::move(fix)});
 }
 
 void IssueList::append(const ConfigError& e) {
-  for (const auto& i : e.issues()) issues_.push_back(i);
+  for (const auto& i : e.issues()) push_once(i);
+}
+
+// One key shared by several rules' subjects (two runs reading one maxtext_config.steps) is one
+// problem for the user: the same words at the same place are listed once.
+void IssueList::push_once(ConfigIssue issue) {
+  const auto same = [&](const ConfigIssue& i) {
+    return i.file == issue.file && i.pointer == issue.pointer && i.message == issue.message;
+  };
+  if (std::none_of(issues_.begin(), issues_.end(), same)) issues_.push_back(std::move(issue));
 }
 
 void IssueList::throw_if_any() const {

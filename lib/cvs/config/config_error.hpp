@@ -43,6 +43,8 @@ class IssueList {
   void throw_if_any() const;
 
  private:
+  void push_once(ConfigIssue issue);
+
   std::string file_;
   std::vector<ConfigIssue> issues_;
 };
