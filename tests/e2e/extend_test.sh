@@ -8,6 +8,11 @@
 #   4. the same sweep as 1 but with the shipped loss gates (and the loss curve's slope enforced), in
 #      a session whose filter keeps the speed gate's case alone (certify's nodes tier): its looks
 #      are on speed alone, it stops early, and keeps no loss metric (another step count's);
+#   5. a precision to reach (statistics.stop_half_width_pct, what certify's nodes tier sets from
+#      --detect-slowdown-pct): 1's decisive gate does not stop a 100-step run whose tokens/s
+#      interval is wider than asked (+-0.01 %: never that narrow, so it runs to its cap, 200), and a
+#      run with no speed gate at all stops at the first look where its interval is narrow enough
+#      (+-50 %: the first, at 50 of 1000 steps);
 #   3. a 3-step run has no interval to decide on: INCONCLUSIVE, which fails the test (JUnit
 #      <failure>, exit 1) with on_inconclusive fail and passes, reported, with pass.
 #   extend_test.sh SUITE_BINARY BASE_CONFIG OUT_DIR
@@ -47,6 +52,18 @@ speed = json.loads(json.dumps(early))
 speed["loss_curve"]["enforce"] = True
 speed["threshold_json"] = "capped_threshold.json"
 json.dump(speed, open(f"{out}/speedonly.json", "w"), indent=1)
+# 5: precisions to reach, never and at once.
+never = json.loads(json.dumps(early))
+never["train_params"]["maxtext_config"]["steps"] = 100
+never["statistics"]["extend_max_steps"] = 200
+never["statistics"]["stop_half_width_pct"] = 0.01
+json.dump(never, open(f"{out}/precise_never.json", "w"), indent=1)
+soon = json.loads(json.dumps(early))
+soon["statistics"]["stop_half_width_pct"] = 50
+soon["threshold_json"] = "info_threshold.json"
+json.dump(soon, open(f"{out}/precise_soon.json", "w"), indent=1)
+json.dump({"BS=2,PRECISION=BF16,SL=128": {"training.tokens_per_sec_per_gpu": {"kind": "info", "value": 0.0}}},
+          open(f"{out}/info_threshold.json", "w"))
 # 3: three steps leave at most two steady-state steps: no interval, whatever the machine.
 for mode in ("fail", "pass"):
     short = json.loads(json.dumps(early))
@@ -55,7 +72,7 @@ for mode in ("fail", "pass"):
     json.dump(short, open(f"{out}/short_{mode}.json", "w"), indent=1)
 PY
 
-for name in early capped short_pass; do
+for name in early capped short_pass precise_never precise_soon; do
   rc=0
   "$suite" --config "$out/$name.json" --output "$out/$name" --quiet --poll-interval-s 1 --startup-budget-s 300 \
     --step-budget-s 30 >"$out/$name.log" 2>&1 || rc=$?
@@ -90,6 +107,20 @@ for m in ("training.final_loss", "training.initial_loss", "training.loss_decreas
     assert ev[m]["outcome"] == "PASS", ev[m]
 assert s["loss_curve"][-1][0] == 99, s["loss_curve"][-1]
 print("ran to the cap (200 of 100 steps); loss gates on the first 100 steps:", ev["training.final_loss"]["message"])
+PY
+python3 - "$out/precise_never/results.json" "$out/precise_soon/results.json" <<'PY' || fail "a precision to reach"
+import json, sys
+never, soon = (json.load(open(f))["sweeps"]["BS=2,PRECISION=BF16,SL=128"] for f in sys.argv[1:3])
+x = never["early_stop"]
+assert x["stopped_early"] is False and x["steps_run"] == 200 and x["looks"] >= 1, x
+iv = never["steady_state"]["intervals"]["tokens_per_sec_per_gpu"]
+assert (iv["hi"] - iv["lo"]) / 2 / iv["estimate"] > 0.0001, iv  # never that narrow: the test means something
+e = {v["metric"]: v for v in never["evaluations"]}["training.tokens_per_sec_per_gpu"]
+assert e["outcome"] == "PASS", e  # its gate was decisive all along
+y = soon["early_stop"]
+assert y["stopped_early"] is True and y["steps_run"] < 1000, y
+assert y["reason"].startswith("precise enough after ") and "tokens_per_sec_per_gpu +-" in y["reason"], y
+print("a decisive gate ran on to its cap for +-0.01 %; a gate-less run stopped:", y["reason"])
 PY
 # 4: as certify's nodes tier runs a node: the setup, the training and the speed gate's case.
 rc=0

@@ -272,19 +272,23 @@ TEST(Config, StatisticsBlockDefaultsAndRules) {
   EXPECT_EQ(c.statistics.on_inconclusive, cvs::OnInconclusive::Fail);
   EXPECT_EQ(c.statistics.extend_max_steps, 0);
   EXPECT_DOUBLE_EQ(c.statistics.calibration_min_slack_pct, 5.0);
+  EXPECT_DOUBLE_EQ(c.statistics.stop_half_width_pct, 0);
   auto j = spec_example_untagged();
-  j["statistics"] = {{"confidence", 0.99},
-                     {"on_inconclusive", "extend"},
-                     {"extend_max_steps", 400},
-                     {"min_steady_steps", 30},
-                     {"calibration_min_slack_pct", 60.0}};
+  j["statistics"] = {
+      {"confidence", 0.99},     {"on_inconclusive", "extend"},       {"extend_max_steps", 400},
+      {"min_steady_steps", 30}, {"calibration_min_slack_pct", 60.0}, {"stop_half_width_pct", 2.5}};
   c = load_json(j);
   EXPECT_EQ(c.statistics.on_inconclusive, cvs::OnInconclusive::Extend);
   EXPECT_EQ(c.statistics.extend_max_steps, 400);
   EXPECT_EQ(c.statistics.min_steady_steps, 30);
-  j["statistics"] = {
-      {"confidence", 1.5}, {"on_inconclusive", "maybe"}, {"min_steady_steps", 2}, {"confidense", 0.9}};
+  EXPECT_DOUBLE_EQ(c.statistics.stop_half_width_pct, 2.5);
+  j["statistics"] = {{"confidence", 1.5},
+                     {"on_inconclusive", "maybe"},
+                     {"min_steady_steps", 2},
+                     {"confidense", 0.9},
+                     {"stop_half_width_pct", 100}};
   const auto i = issues_of(j);
+  EXPECT_TRUE(has_issue(i, "/statistics/stop_half_width_pct", "not below 100"));
   EXPECT_TRUE(has_issue(i, "/statistics/confidence", "outside [0.5, 1)"));
   EXPECT_TRUE(has_issue(i, "/statistics/on_inconclusive", "not fail, pass or extend"));
   EXPECT_TRUE(has_issue(i, "/statistics/min_steady_steps", ">= 25"));

@@ -419,6 +419,53 @@ TEST(EarlyStop, StopsAtTheFirstLookWhereEveryGateIsDecisive) {
   EXPECT_EQ(straddles.looks_taken(), 3) << "every planned look but the cap, where the run ends by itself";
 }
 
+// statistics.stop_half_width_pct (certify's nodes tier): a look stops a run only once its tokens/s
+// interval is that narrow, gated or not; a decisive gate alone no longer stops it.
+TEST(EarlyStop, APrecisionToReachStopsARunOnlyOnceItsTokensIntervalIsThatNarrow) {
+  auto secs = normal_series(400, 0.5, 0.05, 13);  // a 10 % spread step to step
+  secs[0] = 10;
+  const auto all = steps_from(secs);  // 4000 tok/s
+  auto prefix = [&](std::size_t n) { return std::vector<cvs::StepRecord>(all.begin(), all.begin() + n); };
+  auto plan = cvs::EarlyStopPlan::make(200, 400, 25, false, 0.95);
+  EXPECT_FALSE(plan.looks_at_all(0)) << "no gate, no precision: nothing to look at";
+  plan.max_half_width = 0.03;
+  EXPECT_TRUE(plan.looks_at_all(0));
+  // The interval's half-width at each look, at the looks' confidence (what the stopper sees).
+  cvs::MetricsContext ctx;
+  ctx.confidence = plan.per_look_confidence;
+  auto half_at = [&](std::size_t n) {
+    const auto iv = cvs::compute_metrics(prefix(n), {}, ctx).steady.intervals.at("tokens_per_sec_per_gpu");
+    return (iv.hi - iv.lo) / 2 / iv.estimate;
+  };
+  ASSERT_GT(half_at(50), 0.03) << "the first look is too wide for the test to mean anything";
+  std::size_t expected = 0;
+  for (std::size_t look : {50, 100, 200})
+    if (!expected && half_at(look) <= 0.03) expected = look;
+  ASSERT_GT(expected, 50u);
+  cvs::EarlyStopper alone(plan, {}, {});
+  std::size_t stopped = 0;
+  for (std::size_t n = 10; n <= 400 && !stopped; n += 10)
+    if (alone(prefix(n))) stopped = n;
+  EXPECT_EQ(stopped, expected);
+  EXPECT_EQ(alone.decided_at(), expected);
+  EXPECT_NE(alone.reason().find("precise enough after"), std::string::npos) << alone.reason();
+  EXPECT_NE(alone.reason().find("tokens_per_sec_per_gpu +-"), std::string::npos) << alone.reason();
+  // A gate decisive at the first look (PASS far below 4000 tok/s) waits for the precision too.
+  using K = cvs::ThresholdKind;
+  const auto gate = threshold_spec("tokens_per_sec_per_gpu", K::MinTokS, 1000);
+  cvs::EarlyStopper without(cvs::EarlyStopPlan::make(200, 400, 25, false, 0.95), {gate}, {});
+  EXPECT_TRUE(without(prefix(50)));
+  cvs::EarlyStopper with(plan, {gate}, {});
+  EXPECT_FALSE(with(prefix(50)));
+  stopped = 0;
+  for (std::size_t n = 60; n <= 400 && !stopped; n += 10)
+    if (with(prefix(n))) stopped = n;
+  EXPECT_EQ(stopped, expected);
+  EXPECT_NE(with.reason().find("every speed gate decisive after"), std::string::npos) << with.reason();
+  EXPECT_NE(with.reason().find("tokens_per_sec_per_gpu PASS, tokens_per_sec_per_gpu +-"), std::string::npos)
+      << with.reason();
+}
+
 // Scaling efficiency is a speed gate like the others: decided at a look (it needs the run's
 // nodes and baseline, which the stopper's context carries), on its interval.
 TEST(EarlyStop, AScalingEfficiencyGateIsDecidedAtALook) {

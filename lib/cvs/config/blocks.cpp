@@ -213,6 +213,14 @@ void from_json(JsonReader& r, Statistics& s) {
   r.integer("min_steady_steps", s.min_steady_steps,
             25);  // no interval below 25 steady steps (step_stats.hpp)
   r.number("calibration_min_slack_pct", s.calibration_min_slack_pct, 0.0);
+  double half = s.stop_half_width_pct;
+  r.number("stop_half_width_pct", half, 0.0);
+  if (!(half < 100))
+    r.issues().add(
+        r.at("stop_half_width_pct"), "stop_half_width_pct " + std::to_string(half) + " is not below 100",
+        "give the widest interval a run may stop with, as % of its estimate (e.g. 3), or 0 for none");
+  else
+    s.stop_half_width_pct = half;
 }
 
 void from_json(JsonReader& r, TelemetryGates& t) {

@@ -105,6 +105,11 @@ struct Statistics {
   OnInconclusive on_inconclusive = OnInconclusive::Fail;
   long long extend_max_steps = 0;   // extend: the step cap; 0 = 4 x the sweep's steps
   long long min_steady_steps = 25;  // extend: the first look waits for 2 x this many steps (kMinSteadySteps)
+  // extend: a look stops a run only once its tokens_per_sec_per_gpu interval's half-width is at
+  // most this % of its estimate too (and its speed gates decisive), up to the cap; with no speed
+  // gate, this alone stops it. 0: off. cvs certify sets it for the nodes tier from
+  // --detect-slowdown-pct (what the fleet scoring must be able to see).
+  double stop_half_width_pct = 0;
   // cvs calibrate: the least slack between a calibrated centre and its gate (calibration.hpp).
   // GPU nodes vary a few % run to run; a shared CPU machine +-30 %.
   double calibration_min_slack_pct = 5.0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
@@ -27,7 +29,8 @@ EarlyStopper::EarlyStopper(EarlyStopPlan plan, std::vector<ThresholdSpec> speed_
 
 bool EarlyStopper::operator()(const std::vector<StepRecord>& head) {
   const auto n = static_cast<long long>(head.size());
-  if (gates_.empty() || next_look_ >= plan_.looks.size() || n < plan_.looks[next_look_]) return false;
+  if (!plan_.looks_at_all(gates_.size()) || next_look_ >= plan_.looks.size() || n < plan_.looks[next_look_])
+    return false;
   while (next_look_ < plan_.looks.size() && n >= plan_.looks[next_look_]) ++next_look_;
   if (n >= plan_.cap) return false;  // the run completes by itself
   ++looks_taken_;
@@ -38,10 +41,19 @@ bool EarlyStopper::operator()(const std::vector<StepRecord>& head) {
     if (e.outcome != Outcome::Pass && e.outcome != Outcome::Fail) return false;
     decided += (decided.empty() ? "" : ", ") + g.metric + " " + to_string(e.outcome);
   }
+  if (plan_.max_half_width > 0) {
+    const auto it = m.steady.intervals.find("tokens_per_sec_per_gpu");
+    if (it == m.steady.intervals.end() || !(it->second.estimate > 0)) return false;
+    const double half = (it->second.hi - it->second.lo) / 2 / it->second.estimate;
+    if (!(half <= plan_.max_half_width)) return false;
+    decided +=
+        (decided.empty() ? "" : ", ") + fmt::format("tokens_per_sec_per_gpu +-{:.1f} % (at most {:.1f} %)",
+                                                    100 * half, 100 * plan_.max_half_width);
+  }
   decided_at_ = head.size();
-  reason_ = "every speed gate decisive after " + std::to_string(n) + " steps (look " +
-            std::to_string(looks_taken_) + " of at most " + std::to_string(plan_.looks.size()) +
-            "): " + decided;
+  reason_ = std::string(gates_.empty() ? "precise enough" : "every speed gate decisive") + " after " +
+            std::to_string(n) + " steps (look " + std::to_string(looks_taken_) + " of at most " +
+            std::to_string(plan_.looks.size()) + "): " + decided;
   return true;
 }
 

@@ -14,6 +14,12 @@
 // session evaluates count: a session that evaluates speed gates alone (certify's nodes tier) looks
 // from the first planned look on, and a run it stops before its configured steps has no loss
 // metrics (they would be another step count's).
+//
+// A precision to reach (statistics.stop_half_width_pct; cvs certify's nodes tier): a look stops the
+// run only once the tokens_per_sec_per_gpu interval's half-width is at most that share of its
+// estimate as well, the figure fleet scoring compares nodes on; a run with no speed gate is
+// stopped by that alone. Stopping on an interval's width, not on where it lies, spends no error
+// beyond the looks' (the width does not depend on which side of a threshold the estimate is).
 #pragma once
 
 #include <functional>
@@ -34,11 +40,14 @@ struct EarlyStopPlan {
   std::vector<long long> looks;  // head step counts at which to decide, ascending, last = cap
   double confidence = 0.95;      // overall
   double per_look_confidence = 0.95;
+  double max_half_width = 0;  // tokens_per_sec_per_gpu: half-width / estimate a stop needs; 0: none
 
   // looks at max(2 x min_steady, 10) steps, doubling, from first_stop on, plus the cap; first_stop
   // is the configured steps when the sweep gates anything but speed.
   static EarlyStopPlan make(long long steps, long long cap, long long min_steady, bool gates_beyond_speed,
                             double confidence);
+  // Whether a look has anything to decide: speed gates, or a precision to reach.
+  bool looks_at_all(std::size_t speed_gates) const { return speed_gates > 0 || max_half_width > 0; }
 };
 
 // The stateful decision the launcher calls on the head's step records while a run trains.
@@ -47,7 +56,8 @@ class EarlyStopper {
   // ctx: the run's metrics context (nodes, devices, scaling baseline: every speed gate, scaling
   // efficiency included, is decided at a look); its confidence is replaced by the plan's per-look one.
   EarlyStopper(EarlyStopPlan plan, std::vector<ThresholdSpec> speed_gates, MetricsContext ctx);
-  // True once every speed gate is decisive at a planned look (at most once per look).
+  // True once every speed gate is decisive, and the precision reached, at a planned look (at most
+  // once per look).
   bool operator()(const std::vector<StepRecord>& head);
   const EarlyStopPlan& plan() const { return plan_; }
   const std::string& reason() const { return reason_; }
