@@ -35,29 +35,11 @@ for run in before cold warm; do
   echo "$(date +%s.%N) - $start" | bc >"$work/$run.seconds"
   echo "$run: $(grep -m1 '^certify:' "$work/$run.log" || tail -1 "$work/$run.log")"
 done
-python3 - "$work" <<'PY'
-import glob, json, os, re, sys
+python3 - "$work" "$root/bench" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from training_stepping import tier_stepping_minutes
 w = sys.argv[1]
-head = re.compile(r"[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
-days = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
-
-def at(line):
-    m = head.search(line[:64])
-    if not m: return None
-    mo, d, h, mi, s = m.groups()
-    return (days[int(mo) - 1] + int(d) - 1) * 86400 + int(h) * 3600 + int(mi) * 60 + float(s)
-
-def stepping(log):  # seconds from the first step's start to the last step line
-    first = last = None
-    for line in open(log, errors="replace"):
-        if "completed step: " not in line: continue
-        t = at(line)
-        if t is None: continue
-        if first is None:
-            sec = re.search(r"seconds: ([0-9.]+)", line)
-            first = t - (float(sec.group(1)) if sec else 0)
-        last = t
-    return 0 if first is None else max(0, last - first)
 
 runs = ("before", "cold", "warm")
 cert = {r: json.load(open(f"{w}/{r}/certificate.json")) for r in runs}
@@ -65,8 +47,7 @@ sec = {r: float(open(f"{w}/{r}.seconds").read()) for r in runs}
 step = {}
 for r in runs:
     for t in cert[r]["tiers"]:
-        logs = glob.glob(f"{t['dir']}/**/runs/**/training.log", recursive=True) if t["dir"] else []
-        step[(r, t["tier"])] = sum(stepping(l) for l in logs) / 60
+        step[(r, t["tier"])] = tier_stepping_minutes(t["dir"])
 print(f"{'tier':<10}" + "".join(f"{r + ' node-min':>17}{'stepping':>10}" for r in runs) + f"{'cold/before':>13}{'warm/before':>13}")
 tot = {r: [0.0, 0.0] for r in runs}
 for i, t in enumerate(cert["before"]["tiers"]):

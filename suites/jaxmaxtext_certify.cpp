@@ -77,6 +77,12 @@ Options parse_options(CLI::App& app, int argc, char** argv, cvs::report::Reporte
   cvs::fleet::add_policy_options(app, o.policy, o.max_parallel,
                                  "runs at once in a tier (default: every node)");
   app.add_option(
+         "--detect-slowdown-pct", o.detect_slowdown_pct,
+         "the nodes tier steps each run until its tokens/s interval is narrow enough to catch one "
+         "node this % slow, up to 4 x its steps (above --min-deviation-pct; default 0: each run stops "
+         "once its speed gates are decisive)")
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option(
          "--scaling-per-doubling-pct", o.per_doubling_pct,
          "the least scaling efficiency each doubling of the nodes may keep, in % (90: 81 % at 4 nodes)")
       ->check(CLI::Range(0.0, 100.0));

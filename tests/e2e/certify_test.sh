@@ -48,7 +48,7 @@ d["train_params"]["maxtext_config"].update({"steps": 60, "log_period": 10})
 hc.write(hc.devices(d, 2), dist)
 PY
 args=(--cluster "$out/cluster.json" --config "$out/single_config.json" --distributed-config "$out/dist_config.json"
-      --min-deviation-pct 50 --max-parallel 1 --scaling-per-doubling-pct 1
+      --min-deviation-pct 50 --detect-slowdown-pct 75 --max-parallel 1 --scaling-per-doubling-pct 1
       --poll-interval-s 1 --startup-budget-s 300 --step-budget-s 60
       "--gtest_filter=test_setup.*:sweep/test_training_run.run/BS_2*:sweep/test_metric.check/BS_2*")
 
@@ -233,6 +233,12 @@ nodes = [t for t in c["tiers"] if t["tier"] == "nodes"][0]
 power = nodes.get("detection_power_pct")
 assert power is not None and c["inputs"]["min_deviation_pct"] <= power < 100, nodes
 assert "would have caught a node >= " in nodes["summary"], nodes["summary"]
+# The target it stepped for (--detect-slowdown-pct 75), each run until its tokens/s interval was
+# narrow enough for it; met unless the fleet's own spread hid it.
+target = c["inputs"]["detect_slowdown_pct"]
+assert target == 75, c["inputs"]
+assert f"each run until its tokens/s is within +-" in nodes["ran"] and f"for a node {target:g} % slow" in nodes["ran"], nodes["ran"]
+assert f"target {target:g} %: " + ("met" if power <= target else "not met") in nodes["summary"], nodes["summary"]
 sweep, metric = nodes["detection_power_figure"].rsplit(" ", 1)
 assert metric == "tokens_per_sec_per_gpu", nodes["detection_power_figure"]
 out = {e["node"] for e in nodes["excluded"]}
@@ -273,7 +279,7 @@ assert abs(100 * mine - power) < 0.01, (100 * mine, power, values, halves)
 ev = [e["evidence"] for e in c["excluded"] if e["node"] == "ns-b"][0]
 slow = float(re.search(r"tokens_per_sec_per_gpu \S+ is ([0-9.]+) % below", ev).group(1))
 spread = 100 * (max(values) / min(values) - 1)
-print(f"  nodes tier: would have caught a node >= {power:.1f} % slow (healthy nodes {spread:.0f} % apart); ns-b was {slow:.1f} % slow")
+print(f"  nodes tier: would have caught a node >= {power:.1f} % slow (target {target:g} %; healthy nodes {spread:.0f} % apart); ns-b was {slow:.1f} % slow")
 PY
 python3 - "$out/degraded/certificate.json" <<'PY' || fail "the links tier's detection power"
 import json, re, sys

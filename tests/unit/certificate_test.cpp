@@ -247,6 +247,17 @@ TEST(Certificate, BadInputIsExitTwoBeforeAnyNodeRuns) {
   r = certify({"--cluster", cluster, "--config", single, "--min-nodes", "3", "--output", out});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_FALSE(fs::exists(out)) << "nothing written for bad input";
+  // A target the rule can never flag (at or below --min-deviation-pct), or one with --fixed-steps.
+  r = certify({"--cluster", cluster, "--config", single, "--detect-slowdown-pct", "8", "--output", out});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--detect-slowdown-pct 8 is not above --min-deviation-pct 10"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("pass more than 10"), std::string::npos) << r.err;
+  r = certify({"--cluster", cluster, "--config", single, "--fixed-steps", "--detect-slowdown-pct", "20",
+               "--output", out});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("drop one of the two"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "nothing written for bad input";
   // A calibration of other sweeps does not fit the config.
   std::ofstream(tmp / "cal.json")
       << R"({"_calibration": {"statistics": {"BS=64,OTHER": {"tokens_per_sec_per_gpu":

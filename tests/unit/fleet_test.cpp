@@ -389,6 +389,35 @@ TEST(Fleet, OnARealH200sSetupAnotherPlatformAndAProbeThatSaidNothingAreSuspects)
   fs::remove_all(dir);
 }
 
+// certify --detect-slowdown-pct: the half-width interval_half_width_for asks of each run gives the
+// target as the stated power on a fleet whose healthy nodes agree, a larger power with a spread
+// between them (the target is then not met: the spread is the fleet's, not the runs' noise), and
+// a smaller one with narrower intervals; nothing to ask for at or below min_deviation.
+TEST(Fleet, AnIntervalAsNarrowAsTheTargetAsksGivesThatPowerOnAFleetThatAgrees) {
+  const cvs::FleetPolicy policy;  // min_deviation 10 %
+  const double h = cvs::interval_half_width_for(0.15, policy, 0.95);
+  EXPECT_NEAR(h, 0.05 / (1 + 1.644854 / 1.959964), 1e-5);
+  auto fleet_of = [](const std::vector<double>& values, double half) {
+    std::vector<cvs::FleetNode> fleet;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      cvs::FleetNode n = node("n" + std::to_string(i), 0, 20);
+      n.figures = {{kTok, values[i]}};
+      n.intervals[kTok] = {values[i] * (1 - half), values[i] * (1 + half)};
+      fleet.push_back(n);
+    }
+    return fleet;
+  };
+  const std::vector<double> agree(8, 10000.0);
+  const auto at_target = cvs::detection_power(fleet_of(agree, h), kTok, policy);
+  ASSERT_TRUE(at_target.has_value());
+  EXPECT_NEAR(at_target->slowdown, 0.15, 1e-6);
+  EXPECT_LT(cvs::detection_power(fleet_of(agree, h / 2), kTok, policy)->slowdown, 0.15);
+  const std::vector<double> spread = {9000, 9500, 9800, 10000, 10000, 10200, 10500, 11000};
+  EXPECT_GT(cvs::detection_power(fleet_of(spread, h), kTok, policy)->slowdown, 0.15);
+  EXPECT_EQ(cvs::interval_half_width_for(0.10, policy, 0.95), 0);
+  EXPECT_EQ(cvs::interval_half_width_for(0.05, policy, 0.95), 0);
+}
+
 // The stated detection power is met: on generated fleets (8 nodes, a node-to-node spread of 1 %,
 // each figure measured with noise whose 95 % interval is +-1 %), a node slowed by exactly the
 // power stated from the rest of its fleet is flagged in at least 95 % of 2000 trials, and one

@@ -1,6 +1,7 @@
 #include "cvs/certify/inputs.hpp"
 #include "cvs/config/mesh.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -82,6 +83,7 @@ Certificate read_prior(Options& o) {
   o.policy.max_z = c.inputs.max_z;
   o.policy.min_deviation = c.inputs.min_deviation;
   o.policy.min_fleet = c.inputs.min_fleet;
+  o.detect_slowdown_pct = c.inputs.detect_slowdown_pct;
   o.suite_args = c.inputs.suite_args;
   o.history = resumed_store(o.history, c.inputs.history, file);
   return c;
@@ -127,14 +129,37 @@ void check_baseline(Options& o, const SuiteConfig& single) {
 }
 
 // The config as every run of the certification reads it: its threshold file by absolute path and
-// every speed gate with on_inconclusive "extend" (stop once decisive, extend when not).
+// every speed gate with on_inconclusive "extend" (stop once decisive, extend when not), and the
+// precision its runs step to (the nodes tier's, from --detect-slowdown-pct; 0: the config's own).
 fs::path write_run_config(const fs::path& from, const SuiteConfig& loaded, const fs::path& to,
-                          bool fixed_steps) {
+                          bool fixed_steps, double stop_half_width_pct = 0) {
   auto j = read_json(from, "the config");
   if (!loaded.threshold_path.empty()) j["threshold_json"] = loaded.threshold_path.string();
   j["statistics"]["on_inconclusive"] = fixed_steps ? "fail" : "extend";
+  if (stop_half_width_pct > 0) j["statistics"]["stop_half_width_pct"] = stop_half_width_pct;
   if (!fs::exists(to)) fleet::write_json(to, j);
   return to;
+}
+
+// --detect-slowdown-pct, checked (the rule never flags a node less than min_deviation slow, and a
+// precision needs runs that may extend): the half-width the nodes tier's runs step to, in % (0: none).
+double detection_half_width_pct(const Options& o, double confidence) {
+  const double floor_pct = 100 * o.policy.min_deviation;
+  if (o.detect_slowdown_pct == 0) return 0;
+  if (o.fixed_steps)
+    throw ConfigError(kCmdLine, "",
+                      "--detect-slowdown-pct steps each run until it is precise enough, and --fixed-steps "
+                      "runs every run its configured steps",
+                      "drop one of the two");
+  if (o.detect_slowdown_pct <= floor_pct)
+    throw ConfigError(kCmdLine, "",
+                      fmt::format("--detect-slowdown-pct {:g} is not above --min-deviation-pct {:g}: fleet "
+                                  "scoring never flags a node less than {:g} % slow",
+                                  o.detect_slowdown_pct, floor_pct, floor_pct),
+                      fmt::format("pass more than {:g} (or lower --min-deviation-pct), or 0 to stop each run "
+                                  "once its speed gates are decisive",
+                                  floor_pct));
+  return 100 * interval_half_width_for(o.detect_slowdown_pct / 100, o.policy, confidence);
 }
 
 void new_certificate(const Options& o, Inputs& in) {
@@ -164,6 +189,7 @@ void new_certificate(const Options& o, Inputs& in) {
   i.min_fleet = o.policy.min_fleet;
   i.drain = o.drain;
   i.early_stop = !o.fixed_steps;
+  i.detect_slowdown_pct = o.detect_slowdown_pct;
   i.suite_args = o.suite_args;
   i.history = history::redacted_store_spec(o.history);
   std::vector<TierKind> kinds = {TierKind::Preflight, TierKind::Nodes};
@@ -212,6 +238,7 @@ Inputs load_inputs(Options& o) {
     in.distributed_steps = in.first_sweep.empty() ? 0 : dist->steps_for(in.first_sweep);
   }
   check_baseline(o, single);
+  in.stop_half_width_pct = detection_half_width_pct(o, in.confidence);
   if (o.min_nodes > in.cluster.nodes.size())
     throw ConfigError(kCmdLine, "",
                       "--min-nodes " + std::to_string(o.min_nodes) + " is more than the cluster's " +
@@ -235,8 +262,8 @@ Inputs load_inputs(Options& o) {
     new_certificate(o, in);
   }
   fs::create_directories(o.output / "inputs");
-  in.single_config =
-      write_run_config(o.config, single, o.output / "inputs" / "single_config.json", o.fixed_steps);
+  in.single_config = write_run_config(o.config, single, o.output / "inputs" / "single_config.json",
+                                      o.fixed_steps, in.stop_half_width_pct);
   if (dist) {
     in.distributed_config = write_run_config(o.distributed_config, *dist,
                                              o.output / "inputs" / "distributed_config.json", o.fixed_steps);

@@ -21,6 +21,10 @@ struct Options {
   double per_doubling_pct = 90;
   bool fixed_steps = false;  // benchmarks: on_inconclusive "fail" (every run its configured steps)
   bool plan = false;         // --plan: every check, then the plan (certify/plan.hpp); nothing written
+  // --detect-slowdown-pct: the slowdown of one node the nodes tier must be able to see; each of its
+  // runs steps until its tokens/s interval is narrow enough (fleet.hpp: interval_half_width_for).
+  // 0: none (each run stops once its speed gates are decisive).
+  double detect_slowdown_pct = 0;
   FleetPolicy policy;
   std::vector<std::string> suite_args;
   // --history as given ("" : $CVS_HISTORY or the default store); load_inputs resolves it, and on
@@ -39,6 +43,7 @@ struct Inputs {
   std::string first_sweep;                                  // the distributed config's first run
   long long distributed_steps = 0;                          // its configured steps
   double confidence = 0.95;        // the single config's statistics.confidence: its runs' intervals
+  double stop_half_width_pct = 0;  // the nodes tier's runs step until tokens/s is this precise (0: none)
   bool checkpoint_resume = false;  // the single config's checkpoint_resume.enabled: run once, on one node
   std::vector<long long> single_steps;  // the single config's configured steps, one per run
   long long checkpoint_steps = 0;       // its checkpoint save and resume's steps (both processes)

@@ -141,9 +141,10 @@ const FleetNode& find_node(const std::vector<FleetNode>& v, const std::string& n
 
 // What the nodes tier could have seen: its detection power over the healthy nodes' tokens/s, the
 // best of its sweeps (a node slower on every sweep is flagged on the one that sees most), into the
-// record and its summary.
+// record and its summary, with the target it stepped for (--detect-slowdown-pct) and whether it
+// met it (the fleet's own spread, or runs ending at their cap, can leave it short).
 std::string power_words(TierRecord& t, const std::vector<FleetNode>& runs, const FleetPolicy& policy,
-                        double confidence) {
+                        double confidence, double target_pct) {
   std::vector<FleetNode> healthy;
   for (const auto& n : runs)
     if (!is_excluded(t, n.name)) healthy.push_back(n);
@@ -159,8 +160,12 @@ std::string power_words(TierRecord& t, const std::vector<FleetNode>& runs, const
   if (!best) return "";
   t.detection_power_pct = best->slowdown * 100;
   t.detection_power_figure = best->figure.text();
-  return fmt::format("; would have caught a node >= {:.1f} % slow ({}, 95 % power, {} nodes)",
-                     *t.detection_power_pct, t.detection_power_figure, best->nodes);
+  const std::string target = target_pct > 0
+                                 ? fmt::format("; target {:g} %: {}", target_pct,
+                                               *t.detection_power_pct <= target_pct ? "met" : "not met")
+                                 : "";
+  return fmt::format("; would have caught a node >= {:.1f} % slow ({}, 95 % power, {} nodes){}",
+                     *t.detection_power_pct, t.detection_power_figure, best->nodes, target);
 }
 
 // The checkpoint save and resume, once per certification: on the first node the speed runs left
@@ -201,6 +206,9 @@ class NodesTier final : public Tier {
                                   stage_names::speed_metric_tests();
     t.ran = own ? "the stages the --gtest_filter keeps, on every node"
                 : "the setup, the sweeps' training and speed gates on every node";
+    if (c.in.stop_half_width_pct > 0)
+      t.ran += fmt::format(" (each run until its tokens/s is within +-{:.1f} %, for a node {:g} % slow)",
+                           c.in.stop_half_width_pct, c.in.certificate.inputs.detect_slowdown_pct);
     auto spec = c.spec("jaxmaxtext_single", c.in.single_config, t.dir, filter, "certify nodes");
     spec.thresholds = c.o.baseline;
     const auto t0 = Clock::now();
@@ -233,10 +241,11 @@ class NodesTier final : public Tier {
     }
     if (!own && c.in.checkpoint_resume && !c.runner.interrupted()) checkpoint_once(c, t, runs);
     t.outcome = outcome_of(runs, t);
-    t.summary = std::to_string(nodes.size() - t.excluded.size()) + " of " + std::to_string(nodes.size()) +
-                " node(s) healthy" + (score.too_small ? " (too few passing runs to score the fleet)" : "") +
-                (t.reruns.empty() ? "" : "; " + std::to_string(t.reruns.size()) + " run once more") +
-                power_words(t, runs, c.o.policy, c.in.confidence);
+    t.summary =
+        std::to_string(nodes.size() - t.excluded.size()) + " of " + std::to_string(nodes.size()) +
+        " node(s) healthy" + (score.too_small ? " (too few passing runs to score the fleet)" : "") +
+        (t.reruns.empty() ? "" : "; " + std::to_string(t.reruns.size()) + " run once more") +
+        power_words(t, runs, c.o.policy, c.in.confidence, c.in.certificate.inputs.detect_slowdown_pct);
   }
 };
 

@@ -179,7 +179,8 @@ constexpr auto kInputFields = std::make_tuple(
     field("max_z", &CertificateInputs::max_z), field("min_fleet", &CertificateInputs::min_fleet),
     field("drain", &CertificateInputs::drain), field("early_stop", &CertificateInputs::early_stop),
     field("suite_args", &CertificateInputs::suite_args),
-    optional_field("history", &CertificateInputs::history));  // certificates before it: none recorded
+    optional_field("history", &CertificateInputs::history),  // certificates before it: none recorded
+    optional_field("detect_slowdown_pct", &CertificateInputs::detect_slowdown_pct));  // before it: none
 
 J inputs_json(const CertificateInputs& in) {
   J j = J::object();

@@ -102,7 +102,8 @@ struct CertificateInputs {
   double max_z = 3.5, min_deviation = 0.10;
   std::size_t min_fleet = 3;
   bool drain = false;
-  bool early_stop = true;  // every speed gate with on_inconclusive extend (--fixed-steps: fail)
+  bool early_stop = true;          // every speed gate with on_inconclusive extend (--fixed-steps: fail)
+  double detect_slowdown_pct = 0;  // the nodes tier's target power (--detect-slowdown-pct); 0: none
   std::vector<std::string> suite_args;
   // The results store the certification and every one of its runs record in (resolved, its
   // password redacted): a resumed part records where the start did.

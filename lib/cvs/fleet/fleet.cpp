@@ -283,6 +283,13 @@ std::optional<DetectionPower> detection_power(const std::vector<FleetNode>& node
   return d;
 }
 
+double interval_half_width_for(double slowdown, const FleetPolicy& policy, double interval_confidence,
+                               double power) {
+  if (!(slowdown > policy.min_deviation)) return 0;
+  const double per_half = 1 + normal_quantile(power) / normal_quantile((1 + interval_confidence) / 2);
+  return (slowdown - policy.min_deviation) / per_half;
+}
+
 namespace {
 
 // What the run's setup found (results.json provenance): the probe's facts, and as figures the GPU

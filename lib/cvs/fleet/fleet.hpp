@@ -143,6 +143,15 @@ std::optional<DetectionPower> detection_power(const std::vector<FleetNode>& node
                                               const FleetPolicy& policy, double interval_confidence = 0.95,
                                               double power = 0.95);
 
+// How narrow each node's interval must be for detection_power to come out at `slowdown` when the
+// fleet itself agrees (no spread between healthy nodes): the rule needs a node min_deviation away
+// with its interval's near end and its unlucky noise (z at `power` of a standard error = half-width
+// / z at `interval_confidence`) beyond that too, so slowdown = min_deviation + h (1 + z_power /
+// z_interval). The half-width h as a fraction of the estimate; 0 when slowdown is not above
+// min_deviation (nothing the rule could flag).
+double interval_half_width_for(double slowdown, const FleetPolicy& policy, double interval_confidence = 0.95,
+                               double power = 0.95);
+
 // A node's run from its report folder's results.json (missing or unreadable: status "").
 FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& results_json);
 
