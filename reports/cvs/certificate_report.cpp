@@ -116,8 +116,12 @@ std::string inputs_table(const Certificate& c) {
       "scaling bound "
       "{:.0f} % per doubling; {}; {}; {}.</p>",
       i.max_z, i.min_deviation * 100, i.min_fleet, i.scaling_per_doubling_pct,
-      i.early_stop ? "every speed gate with on_inconclusive extend (stop once decisive)"
-                   : "fixed steps (--fixed-steps: no early stop)",
+      !i.early_stop ? "fixed steps (--fixed-steps: no early stop)"
+      : i.detect_slowdown_pct > 0
+          ? fmt::format("every speed gate with on_inconclusive extend (stop once decisive), the nodes tier's "
+                        "runs also until they could see a node {:g} % slow (--detect-slowdown-pct)",
+                        i.detect_slowdown_pct)
+          : "every speed gate with on_inconclusive extend (stop once decisive)",
       i.min_nodes ? fmt::format("certified with at least {} node(s)", i.min_nodes) : "every node must pass",
       i.budget_minutes > 0 ? fmt::format("budget {} min", i.budget_minutes) : "no budget");
   if (!i.baseline_provenance.is_null())

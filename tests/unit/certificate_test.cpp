@@ -206,9 +206,18 @@ TEST(Certificate, JunitHasATestcasePerTierAndPerNode) {
   EXPECT_NE(x.find("name=\"node.b\" classname=\"cvs_certify.nodes\" time=\"0.000\">"), std::string::npos)
       << x;
   EXPECT_NE(x.find("tokens/s &lt;low&gt;"), std::string::npos) << x;
-  const auto h = cvs::report::render_certificate_html(c);
+  auto h = cvs::report::render_certificate_html(c);
   EXPECT_NE(h.find("NOT CERTIFIED"), std::string::npos);
   EXPECT_LT(h.find("NOT CERTIFIED"), h.find("Excluded"));  // the verdict first
+  EXPECT_EQ(h.find("--detect-slowdown-pct"), std::string::npos) << "no target, none said";
+  // The power the nodes tier stepped for: in the inputs, read back by --resume, on the page.
+  c.inputs.detect_slowdown_pct = 15;
+  EXPECT_DOUBLE_EQ(cvs::certificate_from_json(cvs::to_json(c), "c.json").inputs.detect_slowdown_pct, 15);
+  h = cvs::report::render_certificate_html(c);
+  EXPECT_NE(
+      h.find("the nodes tier's runs also until they could see a node 15 % slow (--detect-slowdown-pct)"),
+      std::string::npos)
+      << h;
 }
 
 TEST(Certificate, TheDrainCommandIsOneLineWithTheEvidence) {
