@@ -233,6 +233,13 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
 
 namespace {
 
+// The noise on the unlucky side of a node's estimate, met with probability 1 - `power`: z(power)
+// standard errors, a standard error being the half-width of its `interval_confidence` interval
+// over that interval's z. One rule for the stated power and the precision a target asks.
+double unlucky_noise(double half_width, double interval_confidence, double power) {
+  return normal_quantile(power) * half_width / normal_quantile((1 + interval_confidence) / 2);
+}
+
 // Would the rule flag a node `slowdown` slower than the median, measured `noise` worse than its
 // truth, with `fleet`'s node `replace` being it? (The fleet's median and MAD include it.)
 bool flags_slowed(const FigureKey& figure, std::vector<double> fleet, std::size_t replace, double slowdown,
@@ -262,8 +269,7 @@ std::optional<DetectionPower> detection_power(const std::vector<FleetNode>& node
   }
   if (!policy.scores_figure(values.size())) return std::nullopt;
   DetectionPower d{figure, 0, median_of(values), halves.empty() ? 0.0 : median_of(halves), values.size()};
-  const double sigma = d.half_width / normal_quantile((1 + interval_confidence) / 2);
-  const double noise = normal_quantile(power) * sigma;
+  const double noise = unlucky_noise(d.half_width, interval_confidence, power);
   // Slowing the fastest node moves the median most (one rank) and the median node least: the
   // power is the worse of the two, each the least slowdown the rule flags (bisection: flagging
   // only grows with the slowdown).
@@ -286,8 +292,8 @@ std::optional<DetectionPower> detection_power(const std::vector<FleetNode>& node
 double interval_half_width_for(double slowdown, const FleetPolicy& policy, double interval_confidence,
                                double power) {
   if (!(slowdown > policy.min_deviation)) return 0;
-  const double per_half = 1 + normal_quantile(power) / normal_quantile((1 + interval_confidence) / 2);
-  return (slowdown - policy.min_deviation) / per_half;
+  // slowdown = min_deviation + h (the interval's near end) + the unlucky noise of half-width h.
+  return (slowdown - policy.min_deviation) / (1 + unlucky_noise(1, interval_confidence, power));
 }
 
 namespace {
