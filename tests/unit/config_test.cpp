@@ -293,6 +293,11 @@ TEST(Config, StatisticsBlockDefaultsAndRules) {
   EXPECT_TRUE(has_issue(i, "/statistics/on_inconclusive", "not fail, pass or extend"));
   EXPECT_TRUE(has_issue(i, "/statistics/min_steady_steps", ">= 25"));
   EXPECT_TRUE(has_issue(i, "/statistics/confidense", "unknown key"));
+  // A precision to step to acts only through extend's looks: set without them it would do nothing.
+  j["statistics"] = {{"on_inconclusive", "pass"}, {"stop_half_width_pct", 3}};
+  EXPECT_TRUE(has_issue(issues_of(j), "/statistics/stop_half_width_pct", "needs on_inconclusive extend"));
+  j["statistics"] = {{"stop_half_width_pct", 3}};  // the default, fail
+  EXPECT_TRUE(has_issue(issues_of(j), "/statistics/stop_half_width_pct", "needs on_inconclusive extend"));
 }
 
 TEST(Config, AJsonSyntaxErrorSaysItsLineAndColumnOnce) {

@@ -219,6 +219,12 @@ void from_json(JsonReader& r, Statistics& s) {
     r.issues().add(
         r.at("stop_half_width_pct"), "stop_half_width_pct " + std::to_string(half) + " is not below 100",
         "give the widest interval a run may stop with, as % of its estimate (e.g. 3), or 0 for none");
+  else if (half > 0 && s.on_inconclusive != OnInconclusive::Extend)
+    r.issues().add(r.at("stop_half_width_pct"),
+                   "stop_half_width_pct " + std::to_string(half) +
+                       " needs on_inconclusive extend: only a run that extends looks at its interval",
+                   "set statistics.on_inconclusive to \"extend\" (with extend_max_steps), or drop "
+                   "stop_half_width_pct");
   else
     s.stop_half_width_pct = half;
 }
