@@ -266,6 +266,10 @@ TEST(Certificate, BadInputIsExitTwoBeforeAnyNodeRuns) {
                "--output", out});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("drop one of the two"), std::string::npos) << r.err;
+  // Two nodes are fewer than --min-fleet 3: no node would ever be scored against the others.
+  r = certify({"--cluster", cluster, "--config", single, "--detect-slowdown-pct", "20", "--output", out});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("has 2 node(s), fewer than --min-fleet 3"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out)) << "nothing written for bad input";
   // A calibration of other sweeps does not fit the config.
   std::ofstream(tmp / "cal.json")

@@ -142,9 +142,10 @@ fs::path write_run_config(const fs::path& from, const SuiteConfig& loaded, const
   return to;
 }
 
-// --detect-slowdown-pct, checked (the rule never flags a node less than min_deviation slow, and a
-// precision needs runs that may extend): the half-width the nodes tier's runs step to, in % (0: none).
-double detection_half_width_pct(const Options& o, double confidence) {
+// --detect-slowdown-pct, checked (the rule never flags a node less than min_deviation slow, a
+// cluster of fewer than min_fleet nodes is never scored, and a precision needs runs that may
+// extend): the half-width the nodes tier's runs step to, in % (0: none).
+double detection_half_width_pct(const Options& o, double confidence, std::size_t nodes) {
   const double floor_pct = 100 * o.policy.min_deviation;
   if (o.detect_slowdown_pct == 0) return 0;
   if (o.fixed_steps)
@@ -160,6 +161,14 @@ double detection_half_width_pct(const Options& o, double confidence) {
                       fmt::format("pass more than {:g} (or lower --min-deviation-pct), or 0 to stop each run "
                                   "once its speed gates are decisive",
                                   floor_pct));
+  if (!o.policy.scores_figure(nodes))
+    throw ConfigError(
+        kCmdLine, "",
+        fmt::format("--detect-slowdown-pct steps for fleet scoring, and {} has {} node(s), fewer "
+                    "than --min-fleet {}: no node is ever compared with the others",
+                    o.cluster.string(), nodes, o.policy.min_fleet),
+        "drop --detect-slowdown-pct (each node's own gates still decide), or certify at least " +
+            std::to_string(o.policy.min_fleet) + " nodes");
   return 100 * interval_half_width_for(o.detect_slowdown_pct / 100, o.policy, confidence);
 }
 
@@ -239,7 +248,7 @@ Inputs load_inputs(Options& o) {
     in.distributed_steps = in.first_sweep.empty() ? 0 : dist->steps_for(in.first_sweep);
   }
   check_baseline(o, single);
-  in.stop_half_width_pct = detection_half_width_pct(o, in.confidence);
+  in.stop_half_width_pct = detection_half_width_pct(o, in.confidence, in.cluster.nodes.size());
   if (o.min_nodes > in.cluster.nodes.size())
     throw ConfigError(kCmdLine, "",
                       "--min-nodes " + std::to_string(o.min_nodes) + " is more than the cluster's " +
