@@ -50,6 +50,20 @@ TEST(Cli, MetricsOfARealLogAsJson) {
   EXPECT_FALSE(m.contains("training.final_loss"));
 }
 
+// A file with no training step and no error in it (the wrong file, or a run still starting):
+// bad input, exit 2 with the file and the fix; the JSON still printed.
+TEST(Cli, MetricsOfALogWithNoStepIsBadInput) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cvs_no_step_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string text = cvs::test::read_file(cvs::test::data("logs/cpu_tiny_12steps.log"));
+  std::ofstream(dir / "starting.log") << text.substr(0, text.rfind('\n', text.find("completed step: ")) + 1);
+  auto p = run_command(std::string(CVS_BINARY) + " metrics " + (dir / "starting.log").string());
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.out.find("starting.log: no training step in it"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("\"steps\": 0"), std::string::npos) << p.out;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, MetricsOfANanRunExits1) {
   auto p =
       run_command(std::string(CVS_BINARY) + " metrics " + cvs::test::data("logs/cpu_nan_abort.log").string());

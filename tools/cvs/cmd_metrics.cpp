@@ -273,7 +273,16 @@ int cmd_metrics(const Args& args) {
   out["notes"] = m.notes;
   std::cout << out.dump(2) << "\n";
   const bool failed = !errors.empty() || m.nonfinite_loss || nonfinite.seen || primary->abort.has_value();
-  return failed ? kExitFail : kExitOk;
+  if (failed) return kExitFail;
+  if (steps == 0) {  // nothing to measure and nothing wrong in it: not a training log, or not yet one
+    std::cerr << "error: " << (metrics_file.empty() ? logs.front() : metrics_file)
+              << ": no training step in it (MaxText's 'completed step' lines"
+              << (metrics_file.empty() ? "" : " or rows")
+              << ") (fix: pass a MaxText training log, such as a session's runs/<sweep>/node-0/training.log, "
+                 "once its run has stepped)\n";
+    return kExitUsage;
+  }
+  return kExitOk;
 }
 
 }  // namespace cvs::cli
