@@ -22,6 +22,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cvs/base/cli_checks.hpp"
 #include "cvs/base/utc_time.hpp"
 #include "cvs/certify/inputs.hpp"
 #include "cvs/certify/plan.hpp"
@@ -56,7 +57,7 @@ Options parse_options(CLI::App& app, int argc, char** argv, cvs::report::Reporte
   app.add_option("--baseline", baseline, "a calibration of a known-good node (cvs calibrate)");
   app.add_option("--budget-minutes", o.budget_minutes,
                  "stop before a tier that would not end within this many minutes (0: no budget)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cvs::cli_checks::kNonNegative);
   app.add_option("--min-nodes", o.min_nodes,
                  "certified when at least this many nodes pass (default: every node)");
   app.add_option("--output", output, "the certification's folder (default: cvs-results/certify-<UTC time>)");
@@ -71,9 +72,9 @@ Options parse_options(CLI::App& app, int argc, char** argv, cvs::report::Reporte
       "history's last certification of this config and host count, else a guess), and start nothing");
   app.add_option("--plan-startup-s", guess.startup_s,
                  "--plan's guess of a run's start-up, compile and teardown")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cvs::cli_checks::kNonNegative);
   app.add_option("--plan-step-s", guess.step_s, "--plan's guess of a training step's seconds")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cvs::cli_checks::kNonNegative);
   cvs::fleet::add_policy_options(app, o.policy, o.max_parallel,
                                  "runs at once in a tier (default: every node)");
   app.add_option(

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cvs/base/cli_checks.hpp"
 #include "cvs/base/text.hpp"
 #include "cvs/config/config.hpp"
 #include "cvs/config/config_error.hpp"
@@ -72,7 +73,7 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, repo
   app.add_option("--baseline", baseline, "an earlier results.json: the report gets a comparison section");
   app.add_option("--baseline-tolerance-pct", opts.baseline_tolerance_pct,
                  "regression tolerance for --baseline")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cvs::cli_checks::kNonNegative);
   app.add_option("--thresholds", thresholds,
                  "threshold file instead of this machine's calibration (cvs calibrate) or threshold_json");
   app.add_flag("--strict-provenance", opts.strict_provenance,
@@ -94,9 +95,9 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, repo
       ->check(CLI::Range(0.01, 3600.0));
   app.add_option("--startup-budget-s", opts.policy.startup_s,
                  "poll budget = startup + steps x per-step (1800)")
-      ->check(CLI::PositiveNumber);
+      ->check(cvs::cli_checks::positive(false));
   app.add_option("--step-budget-s", opts.policy.per_step_s, "seconds per step of the poll budget (120)")
-      ->check(CLI::PositiveNumber);
+      ->check(cvs::cli_checks::positive(false));
   app.add_option("--history", opts.history,
                  "the results store the session is recorded in: a SQLite file, postgresql://..., or none "
                  "(default: $CVS_HISTORY, else ~/.local/state/cvs-maxtext/history.sqlite)");

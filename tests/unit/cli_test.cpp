@@ -64,6 +64,26 @@ TEST(Cli, MetricsOfALogWithNoStepIsBadInput) {
   std::filesystem::remove_all(dir);
 }
 
+// A number out of its option's range is refused with what was wrong and what to pass, in every
+// front end (not CLI11's bounds printed as DBL_MIN and DBL_MAX in full).
+TEST(Cli, ANumberOutOfRangeSaysWhatToPass) {
+  const std::string certify = CVS_SUITE_CERTIFY, single = CVS_SUITE_SINGLE;
+  const std::pair<std::string, std::string> cases[] = {
+      {certify + " --max-parallel 0", "--max-parallel: 0 is not above 0: pass 1 or more"},
+      {certify + " --budget-minutes -1", "--budget-minutes: -1 is negative: pass 0 or more"},
+      {single + " --step-budget-s 0", "--step-budget-s: 0 is not above 0: pass a number above 0"},
+      {single + " --startup-budget-s ten", "--startup-budget-s: ten is not a number"},
+      {std::string(CVS_BINARY) + " compare " + cvs::test::data("results/cpu_single_results.json").string() +
+           " " + cvs::test::data("results/cpu_single_results.json").string() + " --tolerance-pct -5",
+       "--tolerance-pct: -5 is negative: pass 0 or more"}};
+  for (const auto& [cmd, words] : cases) {
+    const auto p = run_command(cmd);
+    EXPECT_EQ(p.exit_code, 2) << cmd << "\n" << p.out;
+    EXPECT_NE(p.out.find(words), std::string::npos) << cmd << "\n" << p.out;
+    EXPECT_EQ(p.out.find("179769"), std::string::npos) << cmd << "\n" << p.out;
+  }
+}
+
 TEST(Cli, MetricsOfANanRunExits1) {
   auto p =
       run_command(std::string(CVS_BINARY) + " metrics " + cvs::test::data("logs/cpu_nan_abort.log").string());

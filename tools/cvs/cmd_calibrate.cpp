@@ -11,6 +11,7 @@
 
 #include "cli_parse.hpp"
 #include "commands.hpp"
+#include "cvs/base/cli_checks.hpp"
 #include "cvs/base/format.hpp"
 #include "cvs/base/text.hpp"
 #include "cvs/base/utc_time.hpp"
@@ -212,7 +213,7 @@ int cmd_calibrate(const Args& args) {
          "the most minutes the repeats may take: a repeat too short or too noisy for an interval runs "
          "again with twice the steps while its expected time fits (default 15: the CPU default's "
          "repeats take about 1.5 min)")
-      ->check(CLI::PositiveNumber);
+      ->check(cvs::cli_checks::positive(false));
   app.add_option("--out", out, "threshold file to write (default: the calibration folder, see README)");
   app.add_option("--k", rule.k, "spreads between the centre and a gate")->check(CLI::Range(0.0, 100.0));
   auto* min_slack = app.add_option("--min-slack-pct", rule.min_slack_pct,

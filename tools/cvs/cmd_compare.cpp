@@ -5,6 +5,7 @@
 
 #include "cli_parse.hpp"
 #include "commands.hpp"
+#include "cvs/base/cli_checks.hpp"
 #include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/results/compare.hpp"
 #include "cvs/results/results_file.hpp"
@@ -21,7 +22,7 @@ int cmd_compare(const Args& args) {
   app.add_option("old", old_file, "the earlier results.json")->required()->check(CLI::ExistingFile);
   app.add_option("new", new_file, "the later results.json")->required()->check(CLI::ExistingFile);
   app.add_option("--tolerance-pct", tol, "how much worse is a regression, % (default 5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cvs::cli_checks::kNonNegative);
   app.add_flag("--json", json, "print the comparison as JSON");
   if (auto rc = parse_cli(app, args)) return *rc;
   const Results docs[2] = {read_results(old_file), read_results(new_file)};
