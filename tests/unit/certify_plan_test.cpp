@@ -27,6 +27,7 @@ struct Planned {
       in.cluster.nodes.push_back(n);
     }
     in.single_steps = {100, 200};
+    in.single_caps = {400, 800};
     in.checkpoint_resume = true;
     in.checkpoint_steps = 12;
     in.gpus_per_node = 8;
@@ -95,6 +96,19 @@ TEST(CertifyPlan, FromTheConfigsStepsAndTheStatedGuess) {
   EXPECT_EQ(plan.tiers[3].runs, "the ladder of 1, 2, 4 node(s)");
   EXPECT_NEAR(plan.gpu_hours, plan.node_minutes / 60 * 8, 1e-12);
   EXPECT_FALSE(plan.tiers[1].from_history);
+  EXPECT_EQ(plan.tiers[1].runs.find("up to"), std::string::npos) << "no target: no cap to reach";
+  // A precision target may step each run to its cap: the bound beside the estimate, (100 + 400 x 0.5)
+  // + (100 + 800 x 0.5) a node, 2 batches, and the checkpoint.
+  p.in.certificate.inputs.detect_slowdown_pct = 15;
+  const auto targeted = cvs::certify::make_plan(p.o, p.in, std::nullopt, g);
+  EXPECT_DOUBLE_EQ(targeted.tiers[1].node_minutes, plan.tiers[1].node_minutes) << "the estimate stays";
+  EXPECT_NE(
+      targeted.tiers[1].runs.find(fmt::format("up to ~{:.1f} min, {:.1f} node-min if every run steps to "
+                                              "its cap for --detect-slowdown-pct 15",
+                                              (2 * 800.0 + 206) / 60, (4 * 800.0 + 206) / 60)),
+      std::string::npos)
+      << targeted.tiers[1].runs;
+  p.in.certificate.inputs.detect_slowdown_pct = 0;
 
   p.o.budget_minutes = plan.tiers[0].minutes + 1;
   EXPECT_EQ(cvs::certify::make_plan(p.o, p.in, std::nullopt, g).budget,
@@ -129,5 +143,14 @@ TEST(CertifyPlan, FromTheHistorysLastCleanCertificationOfTheConfigAndHostCount) 
   EXPECT_FALSE(plan.tiers[3].from_history) << "the scale tier was not decided then: a guess";
   EXPECT_NE(cvs::certify::to_text(plan).find("scale     ~"), std::string::npos)
       << cvs::certify::to_text(plan);
+  // That certification's nodes tier stepped for no target: no guide to one that steps for 15 %.
+  p.in.certificate.inputs.detect_slowdown_pct = 15;
+  const auto targeted = cvs::certify::make_plan(p.o, p.in, t, {});
+  EXPECT_TRUE(targeted.tiers[0].from_history);
+  EXPECT_FALSE(targeted.tiers[1].from_history);
+  EXPECT_NE(targeted.tiers[1].runs.find("(a guess: the history's certification stepped for "
+                                        "--detect-slowdown-pct 0)"),
+            std::string::npos)
+      << targeted.tiers[1].runs;
   fs::remove_all(dir);
 }

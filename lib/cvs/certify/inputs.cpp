@@ -237,7 +237,13 @@ Inputs load_inputs(Options& o) {
   const auto single = load_mode(o.config, in.cluster, Mode::Single, "--config");
   in.confidence = single.statistics.confidence;
   in.checkpoint_resume = single.checkpoint_resume.enabled;
-  for (const auto& run : single.runs) in.single_steps.push_back(single.steps_for(run));
+  for (const auto& run : single.runs) {
+    const long long steps = single.steps_for(run);
+    in.single_steps.push_back(steps);
+    // The cap of an extended run (fixtures/session.cpp's early stopper).
+    in.single_caps.push_back(single.statistics.extend_max_steps > 0 ? single.statistics.extend_max_steps
+                                                                    : 4 * steps);
+  }
   in.checkpoint_steps =
       single.checkpoint_resume.steps_before_ckpt + single.checkpoint_resume.steps_after_resume;
   in.gpus_per_node = std::max(1, single.gpus_per_node);

@@ -46,6 +46,7 @@ struct Inputs {
   double stop_half_width_pct = 0;  // the nodes tier's runs step until tokens/s is this precise (0: none)
   bool checkpoint_resume = false;  // the single config's checkpoint_resume.enabled: run once, on one node
   std::vector<long long> single_steps;  // the single config's configured steps, one per run
+  std::vector<long long> single_caps;   // and the most each may step (statistics.extend_max_steps)
   long long checkpoint_steps = 0;       // its checkpoint save and resume's steps (both processes)
   int gpus_per_node = 1;
   Certificate certificate;  // new, or the one --resume continues

@@ -38,8 +38,10 @@ std::string runs_of(TierKind k, const Options& o, const Inputs& in, std::size_t 
 }
 
 // A tier's wall and node seconds from the configs' steps and the guess.
+// capped: the nodes tier's runs each to its cap (statistics.extend_max_steps), as a precision
+// target (--detect-slowdown-pct) may have them step.
 std::pair<double, double> guessed(TierKind k, const Options& o, const Inputs& in, std::size_t n,
-                                  const PlanGuess& g) {
+                                  const PlanGuess& g, bool capped = false) {
   const auto run = [&](long long steps) { return g.startup_s + static_cast<double>(steps) * g.step_s; };
   const auto per_node_batches = static_cast<double>(batches(n, o.max_parallel));
   switch (k) {
@@ -49,7 +51,7 @@ std::pair<double, double> guessed(TierKind k, const Options& o, const Inputs& in
     }
     case TierKind::Nodes: {
       double per = 0;
-      for (auto s : in.single_steps) per += run(s);
+      for (auto s : capped ? in.single_caps : in.single_steps) per += run(s);
       const double ck = in.checkpoint_resume && !user_filter(o)
                             ? 2 * g.startup_s + static_cast<double>(in.checkpoint_steps) * g.step_s
                             : 0;
@@ -96,6 +98,16 @@ Plan make_plan(const Options& o, const Inputs& in,
     if (earlier)
       if (const auto it = earlier->tiers.find(to_string(t.kind)); it != earlier->tiers.end())
         rec = &it->second;
+    // The nodes tier's time depends on the precision its runs stepped for: another one's is no guide.
+    const double target = in.certificate.inputs.detect_slowdown_pct;
+    if (rec && t.kind == TierKind::Nodes) {
+      const auto it = rec->find("detect_slowdown_pct");
+      if (const double then = it == rec->end() ? 0 : it->second; then != target) {
+        tp.runs += fmt::format(
+            " (a guess: the history's certification stepped for --detect-slowdown-pct {:g})", then);
+        rec = nullptr;
+      }
+    }
     if (rec && rec->count("seconds") && rec->count("node_minutes")) {
       tp.minutes = rec->at("seconds") / 60;
       tp.node_minutes = rec->at("node_minutes");
@@ -104,6 +116,13 @@ Plan make_plan(const Options& o, const Inputs& in,
       const auto [wall, node] = guessed(t.kind, o, in, n, guess);
       tp.minutes = wall / 60;
       tp.node_minutes = node / 60;
+      if (t.kind == TierKind::Nodes && target > 0) {
+        const auto [most_wall, most_node] = guessed(t.kind, o, in, n, guess, true);
+        tp.runs += fmt::format(
+            "; up to ~{:.1f} min, {:.1f} node-min if every run steps to its cap for "
+            "--detect-slowdown-pct {:g}",
+            most_wall / 60, most_node / 60, target);
+      }
     }
     p.minutes += tp.minutes;
     p.node_minutes += tp.node_minutes;

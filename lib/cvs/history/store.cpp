@@ -242,6 +242,8 @@ void add_tier_times(SessionEntry& e, const Certificate& c) {
     add("seconds", t.seconds);
     add("node_minutes", t.node_minutes);
     add("nodes_in", static_cast<double>(t.nodes_in.size()));
+    // What the nodes tier's runs stepped for (its time depends on it: cvs certify --plan).
+    if (t.kind == TierKind::Nodes) add("detect_slowdown_pct", c.inputs.detect_slowdown_pct);
     if (t.phases.runs == 0) continue;
     add("training_node_minutes", t.phases.training_s / 60);
     add("startup_node_minutes", t.phases.startup_s / 60);
