@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -313,6 +314,40 @@ TEST_F(WarmTrainer, AScopesAwaitReturnsWhenEveryTrainerServesOrHasEnded) {
   EXPECT_EQ(late.exit_code, 1) << late.describe();
   EXPECT_NE(late.err.find("still importing after 1 s: stuck"), std::string::npos) << late.err;
   EXPECT_TRUE(run(cvs::agent::await_warm(dir.string(), prefix, 1)).ok()) << "killed: ended, not waited for";
+}
+
+// A trainer (re)started while a training's warm start reads its pid file: the reader sees the old
+// pid or the new one, never an empty file it would take for a trainer gone (a cold start; seen in
+// CI as TheFirstTrainingWaitsForTheImportAndAnIdleTrainerEnds failing under load). Written in
+// place, 200 rewrites gave a tight reader 3180 empty reads here.
+TEST_F(WarmTrainer, APidFileIsNeverSeenEmptyWhileItIsRewritten) {
+  fs::create_directories(dir / "trainer");
+  std::ofstream(trainer_pid()) << "1\n";
+  std::atomic<bool> stop{false};
+  std::atomic<long> reads{0}, empty{0};
+  std::thread reader([&] {
+    while (!stop) {
+      std::ifstream f(trainer_pid());
+      std::string s;
+      std::getline(f, s);
+      ++reads;
+      if (s.empty()) ++empty;
+    }
+  });
+  for (int i = 0; i < 50; ++i)
+    ASSERT_TRUE(run(cvs::agent::start_detached((dir / ("t" + std::to_string(i) + ".log")).string(),
+                                               (dir / ("t" + std::to_string(i) + ".rc")).string(),
+                                               trainer_pid(), {"true"}))
+                    .ok());
+  stop = true;
+  reader.join();
+  for (int i = 0; i < 50; ++i)  // the detached runs have ended (their exit codes written)
+    EXPECT_TRUE(wait_for(dir / ("t" + std::to_string(i) + ".rc"), 10)) << i;
+  EXPECT_GT(reads.load(), 50);
+  EXPECT_EQ(empty.load(), 0) << "of " << reads.load() << " reads";
+  EXPECT_TRUE(fs::exists(trainer_pid()));
+  for (const auto& e : fs::directory_iterator(dir / "trainer"))
+    EXPECT_EQ(e.path().filename(), "pid") << "nothing left beside the pid file";
 }
 
 TEST_F(WarmTrainer, TheFirstTrainingWaitsForTheImportAndAnIdleTrainerEnds) {

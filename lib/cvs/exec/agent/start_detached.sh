@@ -37,5 +37,7 @@ setsid sh -c 'rcf=$1; log=$2; shift 2
   [ -n "$(tail -c 1 "$log")" ] && echo
   echo "$(date "+I%m%d %H:%M:%S.%N") cvs-run: exited $rc"
   echo $rc > "$rcf"' cvs-run "$rcf" "$log" "$@" >"$log" 2>&1 </dev/null &
-echo $! >"$pidf"
+# Written whole, then renamed: a warm start that reads PID_FILE while a trainer is (re)started sees
+# the old pid or the new one, never an empty file (which it would take for a trainer gone).
+echo $! >"$pidf.$$" && mv -f "$pidf.$$" "$pidf"
 echo $!
