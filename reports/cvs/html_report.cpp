@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cvs/base/format.hpp"
+#include "cvs/results/telemetry_diagnosis.hpp"
 
 using nlohmann::ordered_json;
 
@@ -194,35 +195,56 @@ std::string opt_num(const std::optional<double>& v) {
   return v ? fmt(*v, "%.0f") : "?";
 }
 
-// Each GPU of a node as a row: busy SM clock, power and its limit, the PCIe link under load,
-// temperature, ECC and memory repairs, other jobs' processes; a GPU the words name is marked.
+// A GPU's memory repairs and its link's errors over the run, in words ("none", "&ndash;" for none).
+std::string repairs_cell(const GpuTelemetry& g) {
+  std::string repairs;
+  if (g.remap_failure && *g.remap_failure > 0) repairs += "remap failed ";
+  if (g.remap_pending && *g.remap_pending > 0) repairs += "remaps pending ";
+  if (g.pages_pending) repairs += "pages pending ";
+  if (g.pages_retired_delta && *g.pages_retired_delta > 0)
+    repairs += opt_num(g.pages_retired_delta) + " retired in the run ";
+  if (g.pages_unreservable && *g.pages_unreservable > 0)
+    repairs += opt_num(g.pages_unreservable) + " unreservable";
+  return repairs.empty() ? "none" : html_escape(repairs);
+}
+
+std::string link_errors_cell(const GpuTelemetry& g) {
+  std::string out;
+  for (const auto& [v, what] :
+       {std::pair{g.pcie_replays_delta, "replays"}, std::pair{g.pcie_recoveries_delta, "recoveries"},
+        std::pair{g.pcie_naks_delta, "NAKs"}})
+    if (v) out += (out.empty() ? "" : ", ") + opt_num(v) + " " + what;
+  return out.empty() ? "&ndash;" : out;
+}
+
+// Each GPU of a node as a row: its address, busy clock, power and its limit, the PCIe link under
+// load and its errors, temperature, ECC and memory repairs, other jobs' processes; a GPU the words
+// name is marked.
 void gpu_table_html(std::ostringstream& h, const NodeTelemetry& t, const std::string& words) {
   if (t.gpus.empty()) return;
-  h << "<table><tr><th>GPU</th><th>SM MHz busy</th><th>Power W (limit / default)</th><th>PCIe under load "
-       "(capable)</th><th>Temp C max</th><th>ECC (corr / uncorr)</th><th>Memory repairs</th><th>Other "
-       "processes</th></tr>";
+  h << "<table><tr><th>GPU</th><th>Address</th><th>Clock MHz busy</th><th>Power W (limit / default or "
+       "max)</th><th>PCIe under load (capable)</th><th>PCIe errors</th><th>Temp C max</th><th>ECC (corr / "
+       "uncorr)</th><th>Memory repairs</th><th>Other processes</th></tr>";
   for (const auto& g : t.gpus) {
     const bool named = words.find("GPU " + std::to_string(g.index) + " ") != std::string::npos ||
                        words.find("GPU " + std::to_string(g.index) + ":") != std::string::npos;
     std::string procs;
     for (const auto& x : t.shared_gpu)
       if (x.process.gpu == g.index) procs += (procs.empty() ? "" : "; ") + x.words();
-    std::string repairs;
-    if (g.remap_failure && *g.remap_failure > 0) repairs += "remap failed ";
-    if (g.remap_pending && *g.remap_pending > 0) repairs += "remaps pending ";
-    if (g.pages_pending) repairs += "pages pending";
     const auto temp = g.figures.count("temp_hotspot_c") ? g.figures.at("temp_hotspot_c").max
                       : g.figures.count("temp_c")       ? g.figures.at("temp_c").max
                                                         : NAN;
-    h << "<tr" << (named ? " class=\"named\"" : "") << "><td>" << g.index << "</td><td class=\"num\">"
+    h << "<tr" << (named ? " class=\"named\"" : "") << "><td>" << g.index << "</td><td>"
+      << (g.bus_id.empty() ? "&ndash;" : html_escape(g.bus_id)) << "</td><td class=\"num\">"
       << median_of(g, g.figures.count("sm_clock_busy_mhz") ? "sm_clock_busy_mhz" : "sm_clock_mhz")
       << "</td><td class=\"num\">" << median_of(g, "power_w") << " (" << opt_num(g.power_limit_w) << " / "
-      << opt_num(g.power_default_limit_w) << ")</td><td>x" << opt_num(g.pcie_width_min) << " gen "
-      << opt_num(g.pcie_gen_min) << " (x" << opt_num(g.pcie_width_max) << " gen " << opt_num(g.pcie_gen_max)
-      << ")</td><td class=\"num\">" << (std::isnan(temp) ? "&ndash;" : fmt(temp, "%.0f"))
+      << opt_num(g.power_default_limit_w ? g.power_default_limit_w : g.power_max_limit_w) << ")</td><td>x"
+      << opt_num(g.pcie_width_min) << " gen " << opt_num(g.pcie_gen_min) << " (x" << opt_num(g.pcie_width_max)
+      << " gen " << opt_num(g.pcie_gen_max) << ")</td><td>" << link_errors_cell(g)
+      << "</td><td class=\"num\">" << (std::isnan(temp) ? "&ndash;" : fmt(temp, "%.0f"))
       << "</td><td class=\"num\">" << opt_num(g.ecc_corrected_delta) << " / "
-      << opt_num(g.ecc_uncorrected_delta) << "</td><td>" << (repairs.empty() ? "none" : html_escape(repairs))
-      << "</td><td>" << (procs.empty() ? "none" : html_escape(procs)) << "</td></tr>";
+      << opt_num(g.ecc_uncorrected_delta) << "</td><td>" << repairs_cell(g) << "</td><td>"
+      << (procs.empty() ? "none" : html_escape(procs)) << "</td></tr>";
   }
   h << "</table>";
 }

@@ -11,6 +11,7 @@
 #include "cvs/logs/telemetry.hpp"
 #include "cvs/probe/gpu_probe.hpp"
 #include "cvs/results/results_file.hpp"
+#include "cvs/results/telemetry_diagnosis.hpp"
 #include "cvs/results/telemetry_record.hpp"
 #include "test_helpers.hpp"
 

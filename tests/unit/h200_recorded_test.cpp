@@ -9,6 +9,7 @@
 
 #include "cvs/logs/logscan.hpp"
 #include "cvs/results/results_file.hpp"
+#include "cvs/results/telemetry_diagnosis.hpp"
 #include "cvs/results/telemetry_record.hpp"
 #include "cvs/statistics/metrics.hpp"
 #include "cvs/verdicts/calibration.hpp"

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "cvs/logs/telemetry.hpp"
+#include "cvs/results/telemetry_diagnosis.hpp"
 #include "cvs/results/telemetry_record.hpp"
 #include "test_helpers.hpp"
 

@@ -43,6 +43,13 @@ void write_file_whole(const std::filesystem::path& path, std::string_view text) 
   if (ec) throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
 }
 
+std::string_view trim(std::string_view s) {
+  constexpr std::string_view kBlank = " \t\r\n";
+  const auto first = s.find_first_not_of(kBlank);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kBlank) - first + 1);
+}
+
 std::string without_line_ends(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;

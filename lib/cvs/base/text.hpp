@@ -26,6 +26,9 @@ std::string html_escape(const std::string& s);
 // a replacement.
 void replace_all(std::string& s, const std::string& from, const std::string& to);
 
+// `s` without the blanks (space, tab, \r, \n) it starts and ends with: a field of a tool's output.
+std::string_view trim(std::string_view s);
+
 // `s` without the line ends (\n, \r) it ends with: a tool's output or an error message as one line.
 std::string without_line_ends(std::string s);
 

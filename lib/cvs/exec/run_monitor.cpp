@@ -64,11 +64,13 @@ struct NodeTracker {
   std::size_t nan_checked = 0;
   std::string nan_seen;  // a non-finite loss or rate, once seen
   // The node's telemetry (telemetry.log beside the log; "" when off), what its stream delivered,
-  // and the first kernel line that fails the run.
+  // and whether a kernel line failed the run (which one, and its GPU, is read when the verdict is
+  // worded: a later line of its incident may name the GPU or make it another GPU's context).
   std::string telemetry_file;
   unsigned long long telemetry_offset = 0;
   TelemetryParser telemetry;
-  std::string kernel_failure;
+  bool kernel_failed = false;
+  std::string kernel_failure(const std::string& node) const;
   // After a deliberate early stop: the log lines scanned when it was sent. An error line after
   // them is the stop's doing (a peer of the stopped head reports the coordination service gone:
   // "TF coordination error"), not the workload's.
@@ -85,10 +87,18 @@ struct NodeTracker {
   std::string death(const NodeOutcome& no, bool stop_sent) const;
   bool workload_failed(const NodeOutcome& no) const {
     const auto& sr = scanner->result();
-    return counted_error() || sr.abort || !nan_seen.empty() || !kernel_failure.empty() ||
+    return counted_error() || sr.abort || !nan_seen.empty() || kernel_failed ||
            (no.state == NodeState::Exited && no.exit_code != 0);
   }
 };
+
+std::string NodeTracker::kernel_failure(const std::string& node) const {
+  const auto* k = kernel_failed ? telemetry.kernel_failure() : nullptr;
+  if (!k) return "";
+  const auto device = k->device();
+  return node + ": kernel log: " + (device.empty() ? "" : device + ": ") + k->meaning() + ": '" + k->text +
+         "'";
+}
 
 const std::string& NodeTracker::check_finite(const std::string& node) {
   const auto& steps = scanner->result().steps;
@@ -307,8 +317,7 @@ void Launcher::RunMonitor::apply(std::size_t r, StreamFrame& f) {
     // A GPU fault, a machine check or a NIC going down on the node during the run fails it, as
     // an error line does (config telemetry.kernel_log).
     for (const auto& k : t.telemetry.take_new_kernel_lines())
-      if (k.pattern->fails && l_.cfg_.telemetry.kernel_log && t.kernel_failure.empty())
-        t.kernel_failure = no.node + ": kernel log: " + k.meaning() + ": '" + k.text + "'";
+      if (k.pattern->fails && !k.context && l_.cfg_.telemetry.kernel_log) t.kernel_failed = true;
     return;
   }
   if (f.size >= 0 && static_cast<unsigned long long>(f.size) < t.offset && shrank_.empty())
@@ -388,7 +397,7 @@ std::string Launcher::RunMonitor::verdict() {
     } else if (const auto& nan = t.check_finite(no.node); !nan.empty()) {
       errors.push_back(nan);
     }
-    if (!t.kernel_failure.empty()) errors.push_back(t.kernel_failure);
+    if (auto k = t.kernel_failure(no.node); !k.empty()) errors.push_back(std::move(k));
     if (!d.empty()) dead.push_back(std::move(d));
   }
   std::string failure;

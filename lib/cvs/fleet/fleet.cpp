@@ -3,6 +3,7 @@
 #include "cvs/base/text.hpp"
 
 #include "cvs/results/results_file.hpp"
+#include "cvs/results/telemetry_diagnosis.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -151,7 +151,9 @@ GpuProcessList parse_amd_smi_process(std::string_view text) {
     out.error = "amd-smi process output is not JSON";
     return out;
   }
-  const nlohmann::json list = j.is_array() ? j : nlohmann::json::array({j});
+  // 7.x wraps the list as {"gpu_data": [...]}.
+  const nlohmann::json& data = j.is_object() && j.contains("gpu_data") ? j["gpu_data"] : j;
+  const nlohmann::json list = data.is_array() ? data : nlohmann::json::array({data});
   for (std::size_t i = 0; i < list.size(); ++i) {
     const auto& g = list[i];
     if (!g.is_object()) continue;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 namespace cvs {
 
@@ -24,12 +25,27 @@ const char* to_string(GpuTool t) {
 
 const std::vector<KernelPattern>& kernel_patterns() {
   using K = KernelPattern::Kind;
+  using R = KernelPattern::Role;
+  // The first that matches names a line: the specific amdgpu forms (shared/data/amd: recorded
+  // MI300X incidents) before the general ones.
   static const std::vector<KernelPattern> v = {
       {"nvidia_xid", R"(NVRM: Xid \([^)]*\): \d+)", "an NVIDIA Xid error", K::Gpu, true},
+      {"amdgpu_uncorrectable", R"(amdgpu.*uncorrectable hardware error)",
+       "an uncorrectable hardware error (RAS) on the GPU", K::Gpu, true, R::Fault},
+      {"amdgpu_poison", R"(amdgpu.*poison (is )?consum)", "the GPU consumed poisoned (corrupted) memory",
+       K::Gpu, true, R::Fault},
+      {"amdgpu_page_fault", R"(amdgpu.*(no-)?retry page fault|amdgpu.*VM_L2_PROTECTION_FAULT_STATUS)",
+       "a GPU memory page fault (a process on the GPU touched memory it may not)", K::Gpu, true, R::Fault},
       {"amdgpu_ring_timeout", R"(amdgpu.*ring \S+ timeout)", "an AMD GPU ring (a job on the GPU) timed out",
-       K::Gpu, true},
-      {"amdgpu_reset", R"(amdgpu.*(GPU reset|GPU recovery|reset begin))", "an AMD GPU was reset", K::Gpu,
-       true},
+       K::Gpu, true, R::Fault},
+      {"amdgpu_aca", R"(amdgpu.*(Accelerator Check Architecture events logged|aca entry\[|ACA\[\d+/\d+\]))",
+       "ACA hardware error records", K::Gpu, false, R::Context},
+      {"amdgpu_correctable", R"(amdgpu.*correctable hardware errors? detected)",
+       "correctable hardware errors on the GPU", K::Gpu, false, R::Context},
+      {"amdgpu_bad_pages", R"(amdgpu.*[Ss]aved bad pages)", "the GPU retired memory pages (saved bad pages)",
+       K::Gpu, false, R::Context},
+      {"amdgpu_reset", R"(amdgpu.*(GPU reset|GPU recovery|reset begin|MODE[12] reset|ring reset))",
+       "an AMD GPU was reset", K::Gpu, true, R::Reset},
       {"amdgpu_ras", R"(amdgpu.*(uncorrectable|RAS).*error)", "an AMD GPU RAS (ECC) error", K::Gpu, true},
       {"machine_check", R"(mce: \[Hardware Error\]|Machine check events logged|Machine Check Exception)",
        "a machine check (a CPU, memory or bus hardware error)", K::MachineCheck, true},
@@ -51,6 +67,10 @@ namespace {
 struct CompiledPatterns {
   std::vector<std::unique_ptr<RE2>> re;
   RE2 xid{R"(NVRM: Xid \([^)]*\): (\d+))"};
+  // amdgpu's device prefix, and the process a driver line names ("for process python3.12 pid
+  // 6071", "Process firefox-bin pid 7401").
+  RE2 amdgpu_bdf{R"(amdgpu ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]):)"};
+  RE2 process{R"([Pp]rocess (\S+) pid (\d+))"};
   CompiledPatterns() {
     RE2::Options o;
     o.set_case_sensitive(false);
@@ -138,33 +158,11 @@ std::vector<std::string> nvidia_reasons(std::string_view hex) {
   if (!mask) return out;
   const unsigned long long m = *mask;
   const std::pair<unsigned long long, const char*> bits[] = {
-      {0x4, "power cap"},           {0x8, "hardware slowdown"},       {0x20, "thermal (software)"},
+      {0x4, kPowerCapReason},       {0x8, "hardware slowdown"},       {0x20, "thermal (software)"},
       {0x40, "thermal (hardware)"}, {0x80, "power brake (hardware)"}, {0x10, "sync boost"}};
   for (auto [b, w] : bits)
     if (m & b) out.emplace_back(w);
   return out;
-}
-
-// A figure of amd-smi's JSON: {"value": v, "unit": u}, a bare number, or "N/A".
-std::optional<double> amd_value(const nlohmann::json& j) {
-  if (j.is_number()) return j.get<double>();
-  if (j.is_object() && j.contains("value")) return amd_value(j["value"]);
-  if (j.is_string()) return num(j.get<std::string>());
-  return std::nullopt;
-}
-
-const nlohmann::json* at_path(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  const nlohmann::json* p = &j;
-  for (const char* k : path) {
-    if (!p->is_object() || !p->contains(k)) return nullptr;
-    p = &(*p)[k];
-  }
-  return p;
-}
-
-std::optional<double> amd_at(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  const auto* p = at_path(j, path);
-  return p ? amd_value(*p) : std::nullopt;
 }
 
 // The JSON of a tool's output, past any banner lines before it.
@@ -172,31 +170,6 @@ nlohmann::json tool_json(std::string_view text) {
   const auto at = text.find_first_of("[{");
   if (at == std::string_view::npos) throw std::runtime_error("no JSON in the output");
   return nlohmann::json::parse(text.substr(at));
-}
-
-GpuSample amd_gpu(const nlohmann::json& g, int fallback_index) {
-  GpuSample s;
-  s.index = g.contains("gpu") && g["gpu"].is_number_integer() ? g["gpu"].get<int>() : fallback_index;
-  s.power_w = amd_at(g, {"power", "socket_power"});
-  if (!s.power_w) s.power_w = amd_at(g, {"power", "average_socket_power"});
-  s.temp_c = amd_at(g, {"temperature", "edge"});
-  s.temp_hotspot_c = amd_at(g, {"temperature", "hotspot"});
-  s.temp_mem_c = amd_at(g, {"temperature", "mem"});
-  s.util_pct = amd_at(g, {"usage", "gfx_activity"});
-  s.sm_clock_mhz = amd_at(g, {"clock", "gfx_0", "clk"});
-  if (!s.sm_clock_mhz) s.sm_clock_mhz = amd_at(g, {"clock", "gfx_clock"});
-  s.mem_clock_mhz = amd_at(g, {"clock", "mem_0", "clk"});
-  if (!s.mem_clock_mhz) s.mem_clock_mhz = amd_at(g, {"clock", "mem_clock"});
-  s.ecc_corrected = amd_at(g, {"ecc", "total_correctable_count"});
-  s.ecc_uncorrected = amd_at(g, {"ecc", "total_uncorrectable_count"});
-  s.pcie_width = amd_at(g, {"pcie", "width"});
-  s.pcie_width_max = amd_at(g, {"pcie", "max_width"});
-  if (const auto sp = amd_at(g, {"pcie", "speed"})) s.pcie_gen = *sp;  // GT/s
-  if (const auto* t = at_path(g, {"power", "throttle_status"}); t && t->is_string()) {
-    const auto st = t->get<std::string>();
-    if (st != "UNTHROTTLED" && st != "N/A") s.throttle.emplace_back("throttled (" + st + ")");
-  }
-  return s;
 }
 
 }  // namespace
@@ -218,7 +191,14 @@ const KernelPattern* match_kernel_line(std::string_view text, int* xid) {
 std::string KernelLine::meaning() const {
   if (!pattern) return "";
   if (pattern->name == "nvidia_xid") return "NVIDIA Xid " + std::to_string(xid) + ": " + xid_meaning(xid);
-  return std::string(pattern->meaning);
+  std::string m(pattern->meaning);
+  if (pid > 0) m += " (pid " + std::to_string(pid) + (process.empty() ? "" : ", " + process) + ")";
+  return m;
+}
+
+std::string KernelLine::device() const {
+  if (gpu) return "GPU " + std::to_string(*gpu) + (bus_id.empty() ? "" : " (" + bus_id + ")");
+  return bus_id;
 }
 
 std::optional<GpuSample> parse_nvidia_smi_row(std::string_view csv) {
@@ -260,33 +240,6 @@ std::optional<GpuSample> parse_nvidia_smi_row(std::string_view csv) {
     if (pending == "No") s.pages_pending = false;
   }
   return s;
-}
-
-std::string normalize_bus_id(std::string_view pci) {
-  // [domain:]bus:device[.function]
-  while (!pci.empty() && pci.front() == ' ') pci.remove_prefix(1);
-  while (!pci.empty() && (pci.back() == ' ' || pci.back() == '\r')) pci.remove_suffix(1);
-  if (const auto dot = pci.rfind('.'); dot != std::string_view::npos) pci = pci.substr(0, dot);
-  const auto last = pci.rfind(':');
-  if (last == std::string_view::npos || last == 0) return {};
-  const auto before = pci.rfind(':', last - 1);
-  std::string_view bus = pci.substr(before == std::string_view::npos ? 0 : before + 1,
-                                    last - (before == std::string_view::npos ? 0 : before + 1));
-  std::string_view dev = pci.substr(last + 1);
-  if (bus.empty() || dev.empty() || bus.size() > 2 || dev.size() > 2) return {};
-  std::string out = std::string(bus) + ":" + std::string(dev);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (out.find_first_not_of("0123456789abcdef:") != std::string::npos) return {};
-  return out;
-}
-
-std::vector<GpuSample> parse_amd_smi_metric(std::string_view text) {
-  const auto j = tool_json(text);
-  const nlohmann::json& list = j.is_object() && j.contains("gpu_data") ? j["gpu_data"] : j;
-  if (!list.is_array()) throw std::runtime_error("neither a list of GPUs nor gpu_data");
-  std::vector<GpuSample> out;
-  for (std::size_t i = 0; i < list.size(); ++i) out.push_back(amd_gpu(list[i], static_cast<int>(i)));
-  return out;
 }
 
 std::vector<GpuSample> parse_rocm_smi(std::string_view text) {
@@ -370,25 +323,6 @@ std::optional<HostSample> read_sample(std::string_view rest) {
   return s;
 }
 
-// "K prio,seq,usec,flags;text": a catalog line, or nothing.
-std::optional<KernelLine> read_kernel(std::string_view rest) {
-  const auto semi = rest.find(';');
-  if (semi == std::string_view::npos) return std::nullopt;
-  KernelLine k;
-  const auto head = split(rest.substr(0, semi), ',');
-  if (head.size() >= 3)
-    if (const auto us = num(head[2])) k.t = *us / 1e6;
-  k.text = std::string(rest.substr(semi + 1, 1000));
-  k.pattern = match_kernel_line(k.text, &k.xid);
-  if (const auto at = k.text.find("(PCI:"); at != std::string::npos) {
-    const auto end = k.text.find(')', at);
-    if (end != std::string::npos)
-      k.bus_id = normalize_bus_id(std::string_view(k.text).substr(at + 5, end - at - 5));
-  }
-  if (!k.pattern) return std::nullopt;
-  return k;
-}
-
 // nvidia-smi prints a count, or Yes / No, by version.
 std::optional<double> count_or_flag(std::string_view v) {
   while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
@@ -452,7 +386,10 @@ void TelemetryParser::line(std::string_view l) {
       json_block();
       return;
     case 'K':
-      if (auto k = read_kernel(rest)) kernel_.push_back(std::move(*k));
+      kernel_record(rest);
+      return;
+    case 'X':
+      block_kind_ = std::string(rest);
       return;
     case 'P':
       procs_.append(rest).append("\n");
@@ -477,11 +414,54 @@ void TelemetryParser::line(std::string_view l) {
 void TelemetryParser::json_block() {
   const std::string text = std::move(json_);
   json_.clear();
-  if (samples_.empty()) return;
+  const std::string kind = std::exchange(block_kind_, "");
   try {
-    samples_.back().gpus = tool_ == GpuTool::RocmSmi ? parse_rocm_smi(text) : parse_amd_smi_metric(text);
+    if (tool_ == GpuTool::AmdSmi && !kind.empty()) return amd_block(kind + "\n" + text);
+    if (samples_.empty()) return;
+    if (tool_ == GpuTool::RocmSmi) {
+      samples_.back().gpus = parse_rocm_smi(text);
+      return;
+    }
+    auto gpus = parse_amd_smi_metric(text);
+    // What the list and static said of each GPU: its address, its power cap and the most it may
+    // be, its link's maxima.
+    for (auto& g : gpus) {
+      for (const auto& id : amd_ids_)
+        if (id.index == g.index && g.bus_id.empty()) g.bus_id = id.bus_id;
+      for (const auto& st : amd_static_)
+        if (st.index == g.index) {
+          if (g.bus_id.empty()) g.bus_id = st.bus_id;
+          g.power_limit_w = st.power_cap_w;
+          g.power_max_limit_w = st.power_max_w;
+          g.pcie_width_max = st.pcie_width_max;
+          if (st.pcie_rate_max) g.pcie_gen_max = pcie_gen_of_rate(*st.pcie_rate_max);
+        }
+    }
+    samples_.back().gpus = std::move(gpus);
   } catch (const std::exception& e) {
-    note(std::string(to_string(tool_)) + " output does not parse (" + tool_version_ + "): " + e.what());
+    note(std::string(to_string(tool_)) + (kind.empty() ? "" : " " + kind) + " output does not parse (" +
+         tool_version_ + "): " + e.what());
+  }
+}
+
+// An amd-smi answer other than metric: "KIND\n" then its text.
+void TelemetryParser::amd_block(const std::string& kind_and_text) {
+  const auto nl = kind_and_text.find('\n');
+  const std::string kind = kind_and_text.substr(0, nl);
+  const std::string_view text = std::string_view(kind_and_text).substr(nl + 1);
+  if (kind == "list") {
+    amd_ids_ = parse_amd_smi_list(text);
+  } else if (kind == "static") {
+    amd_static_ = parse_amd_smi_static(text);
+  } else if (kind == "bad-pages") {
+    if (samples_.empty()) return;
+    for (const auto& b : parse_amd_smi_bad_pages(text))
+      for (auto& g : samples_.back().gpus)
+        if (g.index == b.index) {
+          g.pages_retired = b.retired;
+          g.pages_unreservable = b.unreservable;
+          if (b.pending) g.pages_pending = *b.pending > 0;
+        }
   }
 }
 
@@ -504,6 +484,120 @@ void TelemetryParser::process_block() {
     note(std::string(to_string(tool_)) + " cannot list the GPUs' processes (" + tool_version_ +
          "): " + list.error);
   sample.processes = std::move(list);
+}
+
+// The node's GPU at a PCI address: amd-smi's list (the lowest index of a partitioned GPU), else
+// the latest sample's GPUs.
+std::optional<int> TelemetryParser::gpu_at(const std::string& bus_id) const {
+  if (bus_id.empty()) return std::nullopt;
+  std::optional<int> found;
+  for (const auto& id : amd_ids_)
+    if (id.bus_id == bus_id && (!found || id.index < *found)) found = id.index;
+  if (found) return found;
+  for (auto s = samples_.rbegin(); s != samples_.rend(); ++s) {
+    for (const auto& g : s->gpus)
+      if (g.bus_id == bus_id) return g.index;
+    if (!s->gpus.empty()) break;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// The PCI device a kernel line names: an Xid's "(PCI:0000:8a:00)", amdgpu's "amdgpu 0000:68:00.0:".
+std::string bus_of(const std::string& text) {
+  if (const auto at = text.find("(PCI:"); at != std::string::npos) {
+    const auto end = text.find(')', at);
+    if (end != std::string::npos)
+      return normalize_bus_id(std::string_view(text).substr(at + 5, end - at - 5));
+  }
+  std::string bdf;
+  if (RE2::PartialMatch(text, compiled().amdgpu_bdf, &bdf)) return normalize_bus_id(bdf);
+  return {};
+}
+
+}  // namespace
+
+// A driver line naming a process ("for process python3.12 pid 6071") names the last line of its
+// device, within an incident's gap, that named none.
+void TelemetryParser::attach_process(const KernelLine& k) {
+  std::string name;
+  long long pid = 0;
+  if (k.bus_id.empty() || !RE2::PartialMatch(k.text, compiled().process, &name, &pid) || pid <= 0) return;
+  for (auto it = kernel_.rbegin(); it != kernel_.rend() && k.t - it->t <= kIncidentGapS; ++it)
+    if (it->bus_id == k.bus_id) {
+      if (it->pid == 0) {
+        it->pid = pid;
+        it->process = name;
+      }
+      return;
+    }
+}
+
+// "K prio,seq,usec,flags;text": a catalog line joins its incident (or repeats a line of it).
+void TelemetryParser::kernel_record(std::string_view rest) {
+  const auto semi = rest.find(';');
+  if (semi == std::string_view::npos) return;
+  KernelLine k;
+  const auto head = split(rest.substr(0, semi), ',');
+  if (head.size() >= 3)
+    if (const auto us = num(head[2])) k.t = *us / 1e6;
+  k.text = std::string(rest.substr(semi + 1, 1000));
+  k.pattern = match_kernel_line(k.text, &k.xid);
+  k.bus_id = bus_of(k.text);
+  if (!k.pattern) return attach_process(k);
+  k.gpu = gpu_at(k.bus_id);
+  if (k.pattern->kind != KernelPattern::Kind::Gpu) {
+    kernel_.push_back(std::move(k));
+    return;
+  }
+  const auto last_gpu_line = std::find_if(kernel_.rbegin(), kernel_.rend(), [](const KernelLine& e) {
+    return e.pattern->kind == KernelPattern::Kind::Gpu;
+  });
+  const bool joins = last_gpu_line != kernel_.rend() && k.t - last_gpu_line->t <= kIncidentGapS;
+  k.incident = joins ? last_gpu_line->incident : ++incidents_;
+  for (auto& e : kernel_)
+    if (e.incident == k.incident && e.pattern == k.pattern && e.bus_id == k.bus_id) {
+      ++e.repeats;
+      return;
+    }
+  const int incident = k.incident;
+  kernel_.push_back(std::move(k));
+  settle_incident(incident);
+}
+
+// Who an incident blames: an old ring timeout without an address takes the next reset line's;
+// the GPUs of its faults, or, with no fault, the GPUs it reset; every other GPU's lines are context.
+void TelemetryParser::settle_incident(int incident) {
+  using R = KernelPattern::Role;
+  std::vector<KernelLine*> lines;
+  for (auto& e : kernel_)
+    if (e.incident == incident) lines.push_back(&e);
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i]->bus_id.empty() && lines[i]->pattern->role == R::Fault)
+      for (std::size_t j = i + 1; j < lines.size(); ++j)
+        if (lines[j]->pattern->role == R::Reset && !lines[j]->bus_id.empty()) {
+          lines[i]->bus_id = lines[j]->bus_id;
+          lines[i]->gpu = lines[j]->gpu;
+          break;
+        }
+  auto blamed_by = [&](R role) {
+    std::vector<std::string> buses;
+    for (const auto* e : lines)
+      if (e->pattern->role == role && !e->bus_id.empty()) buses.push_back(e->bus_id);
+    return buses;
+  };
+  auto blamed = blamed_by(R::Fault);
+  if (blamed.empty()) blamed = blamed_by(R::Reset);
+  for (auto* e : lines)
+    e->context = !e->bus_id.empty() && !blamed.empty() &&
+                 std::find(blamed.begin(), blamed.end(), e->bus_id) == blamed.end();
+}
+
+const KernelLine* TelemetryParser::kernel_failure() const {
+  for (const auto& k : kernel_)
+    if (k.pattern->fails && !k.context) return &k;
+  return nullptr;
 }
 
 std::vector<KernelLine> TelemetryParser::take_new_kernel_lines() {

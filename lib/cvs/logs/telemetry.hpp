@@ -8,6 +8,10 @@
 //     ("-" for what could not be read; the PSI figures are the "some" totals)
 //   G <nvidia-smi --query-gpu CSV row>              one per GPU, after its S
 //   R <nvidia-smi --query-remapped-rows CSV row: bus id, pending, failure>   after its G rows
+//   X <list|static|bad-pages>                        which amd-smi answer the next J lines are
+//                                                    (none: metric; list and static come with
+//                                                    the first sample, bad-pages with the first
+//                                                    and the last)
 //   J <a line of amd-smi / rocm-smi JSON>, then E   after its S
 //   K <a /dev/kmsg record: prio,seq,usec,flags;text>
 //   P <a line of the tool's compute-process list>, then Q   after its S (and G/J)
@@ -25,34 +29,14 @@
 #include <string_view>
 #include <vector>
 
+#include "cvs/logs/amd_smi.hpp"
 #include "cvs/logs/gpu_processes.hpp"
+#include "cvs/logs/gpu_sample.hpp"
 
 namespace cvs {
 
 enum class GpuTool { None, NvidiaSmi, AmdSmi, RocmSmi };
 const char* to_string(GpuTool t);
-
-struct GpuSample {
-  int index = 0;
-  std::optional<double> power_w, sm_clock_mhz, mem_clock_mhz, temp_c, temp_hotspot_c, temp_mem_c, util_pct;
-  std::vector<std::string> throttle;  // the reasons slowing the clocks now (power cap, thermal, ...)
-  bool idle = false;                  // the tool says the GPU has no work (nvidia-smi's "GPU idle" reason)
-  std::optional<double> ecc_corrected, ecc_uncorrected;  // counters since the driver loaded
-  std::optional<double> pcie_width, pcie_width_max, pcie_gen, pcie_gen_max;
-  // The power ceiling the driver enforces now and its default (nvidia-smi's enforced.power.limit,
-  // power.default_limit): a GPU held at its default limit under full load is working as built (a
-  // real H200 under a bf16 matmul sits at 690 of 700 W with "power cap" set, clocks ~1460 MHz:
-  // tests/data/telemetry/nvidia_smi_h200_*); one whose limit was lowered is not.
-  std::optional<double> power_limit_w, power_default_limit_w;
-  std::string uuid;    // nvidia-smi's GPU-... (a compute process names its GPU by it)
-  std::string bus_id;  // the PCI bus id, normalised ("8a:00": bus and device; a kernel Xid line names it)
-  std::optional<bool> pages_pending;  // memory pages pending retirement (retired_pages.pending)
-  std::optional<double> remap_pending, remap_failure;  // row remapping: pending (a reset applies it), failed
-};
-
-// A PCI address as nvidia-smi ("00000000:8A:00.0") or the kernel ("0000:8a:00") writes it, as
-// "8a:00" (bus and device, lower case): the one form both are compared in. Empty when none.
-std::string normalize_bus_id(std::string_view pci);
 
 struct HostSample {
   double t = 0;  // the node's uptime, seconds
@@ -70,6 +54,13 @@ struct HostSample {
 // A kernel log signature: what it looks like and what it means.
 struct KernelPattern {
   enum class Kind { Gpu, MachineCheck, Nic, OomKill, Segfault };
+  // A GPU line's part in an incident (lines of the node's GPUs close together in time): the
+  // fault itself (an uncorrectable error, a page fault, consumed poison, a ring timeout), a reset,
+  // or what follows a fault on the GPUs around it (ACA records, correctable errors, saved bad
+  // pages). A real MI300X incident logs the uncorrectable error on one GPU, ACA records on others
+  // and a MODE1 reset on every GPU of the XGMI hive: the incident blames its faults' GPUs; only an
+  // incident without a fault blames the GPUs it reset.
+  enum class Role { Fault, Reset, Context };
   std::string_view name;
   std::string_view regex;    // RE2, case-insensitive
   std::string_view meaning;  // in words, for the message
@@ -78,6 +69,7 @@ struct KernelPattern {
   // An OOM kill or a segfault names the cause when the training died, and is recorded otherwise
   // (it may be another process's).
   bool fails;
+  Role role = Role::Fault;
 };
 const std::vector<KernelPattern>& kernel_patterns();
 // The first pattern the kernel log text matches; nullptr for none. An NVIDIA Xid line names its
@@ -88,10 +80,22 @@ struct KernelLine {
   double t = 0;  // seconds since boot
   std::string text;
   const KernelPattern* pattern = nullptr;
-  int xid = 0;         // an NVIDIA Xid's code
-  std::string bus_id;  // the PCI device the line names (an Xid's "PCI:0000:8a:00"), normalised
+  int xid = 0;  // an NVIDIA Xid's code
+  // The PCI device the line names (an Xid's "PCI:0000:8a:00", amdgpu's "amdgpu 0000:68:00.0:"),
+  // normalised; an old amdgpu ring timeout names none: the reset line after it does.
+  std::string bus_id;
+  std::optional<int> gpu;  // the node's GPU at that address (the tool's index)
+  long long pid = 0;       // the process the driver names (a page fault's, a ring timeout's)
+  std::string process;
+  int incident = 0;      // lines of the node's GPUs within kIncidentGapS of each other share one
+  bool context = false;  // another GPU's fault explains it: not this GPU's blame, nor the run's cause
+  int repeats = 1;       // the same line kind on the same GPU in the same incident, counted here
   std::string meaning() const;
+  // "GPU 5 (0000:af:00)", "0000:af:00" when the tool lists no GPU there, "" when no device.
+  std::string device() const;
 };
+// Kernel lines of a node's GPUs further apart than this are separate incidents.
+inline constexpr double kIncidentGapS = 10;
 
 // Parses a sampler's output as it arrives (bytes split anywhere).
 class TelemetryParser {
@@ -108,14 +112,28 @@ class TelemetryParser {
   const std::vector<std::string>& notes() const { return notes_; }
   // Kernel lines not yet taken (the run monitor acts on each once).
   std::vector<KernelLine> take_new_kernel_lines();
+  // The kernel line that fails the run: the first failing one that is not another GPU's context
+  // (as known now: a later line of its incident may name its GPU or make it context). nullptr for none.
+  const KernelLine* kernel_failure() const;
+  // amd-smi's list and static, as the first sample read them (empty for other tools).
+  const std::vector<AmdGpuId>& amd_gpus() const { return amd_ids_; }
+  const std::vector<AmdGpuStatic>& amd_static() const { return amd_static_; }
 
  private:
   void line(std::string_view l);
   void json_block();
+  void amd_block(const std::string& text);
   void process_block();
   void note(const std::string& n);
+  void kernel_record(std::string_view rest);
+  void attach_process(const KernelLine& k);
+  void settle_incident(int incident);
+  std::optional<int> gpu_at(const std::string& bus_id) const;
 
-  std::string buf_, json_, procs_;
+  std::string buf_, json_, procs_, block_kind_;
+  std::vector<AmdGpuId> amd_ids_;
+  std::vector<AmdGpuStatic> amd_static_;
+  int incidents_ = 0;
   GpuTool tool_ = GpuTool::None;
   std::string tool_version_;
   double tick_ = 100;
@@ -127,9 +145,9 @@ class TelemetryParser {
   std::vector<std::string> notes_;
 };
 
-// The vendor tools' outputs, one GPU each (exposed for the tests of recorded outputs).
+// The vendor tools' outputs, one GPU each (exposed for the tests of recorded outputs; amd-smi's
+// are logs/amd_smi's).
 std::optional<GpuSample> parse_nvidia_smi_row(std::string_view csv);
-std::vector<GpuSample> parse_amd_smi_metric(std::string_view json);
 std::vector<GpuSample> parse_rocm_smi(std::string_view json);
 
 }  // namespace cvs

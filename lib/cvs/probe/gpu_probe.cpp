@@ -1,9 +1,12 @@
 #include "cvs/probe/gpu_probe.hpp"
 
 #include "cvs/catalog/gpu_catalog.hpp"
+#include "cvs/logs/amd_smi.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 namespace cvs {
@@ -87,23 +90,28 @@ GpuProbe parse_rocm_smi_json(const std::string& text) {
 GpuProbe parse_amd_smi_json(const std::string& static_json, const std::string& metric_json) {
   GpuProbe p;
   p.source = "amd-smi";
-  J st, me;
+  nlohmann::json st, me = nlohmann::json::array();
+  std::vector<AmdGpuStatic> statics;
   try {
-    st = J::parse(static_json);
-    me = metric_json.empty() ? J::array() : J::parse(metric_json);
+    st = amd_smi_gpus(static_json);
+    statics = parse_amd_smi_static(static_json);
+    if (metric_json.find_first_not_of(" \n") != std::string::npos) me = amd_smi_gpus(metric_json);
   } catch (const std::exception& e) {
     p.error = std::string("amd-smi output is not JSON: ") + e.what();
     return p;
   }
-  if (st.is_object() && st.contains("gpu_data")) st = st["gpu_data"];  // some versions wrap the list
-  if (me.is_object() && me.contains("gpu_data")) me = me["gpu_data"];
-  for (const auto& g : st) {
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    const auto& g = st[i];
+    const auto& info = statics[i];
     GpuDevice d;
-    d.index = g.value("gpu", 0);
-    if (g.contains("asic")) {
-      d.name = g["asic"].value("market_name", std::string());
-      d.arch = g["asic"].value("target_graphics_version", std::string());
-    }
+    d.index = info.index;
+    d.name = info.market_name;
+    d.arch = g.contains("asic") ? g["asic"].value("target_graphics_version", std::string()) : "";
+    d.bus_id = info.bus_id;
+    d.power_cap_w = info.power_cap_w;
+    d.power_max_w = info.power_max_w;
+    d.pcie_width_max = info.pcie_width_max;
+    if (info.pcie_rate_max) d.pcie_gen_max = pcie_gen_of_rate(*info.pcie_rate_max);
     if (g.contains("vram") && g["vram"].contains("size")) d.total_gb = size_gb(g["vram"]["size"]);
     for (const auto& m : me)
       if (m.value("gpu", -1) == d.index && m.contains("mem_usage")) {
@@ -156,8 +164,9 @@ std::vector<std::string> gpu_probe_command() {
   return {"sh", "-c",
           "procs() { a=$(sh -c \"$1\" 2>&1); if printf '%s' \"$a\" | grep -q \"$2\"; then sleep 2; "
           "a=$(sh -c \"$1\" 2>&1); fi; printf '%s\\n' \"$a\"; }; "
-          "if command -v amd-smi >/dev/null 2>&1; then echo CVS-AMDSMI-STATIC; amd-smi static --asic --vram "
-          "--json; "
+          "if command -v amd-smi >/dev/null 2>&1; then echo CVS-AMDSMI-STATIC; amd-smi static --asic --bus "
+          "--limit "
+          "--vram --json 2>/dev/null || amd-smi static --asic --vram --json; "
           "echo; echo CVS-AMDSMI-METRIC; amd-smi metric --mem-usage --json; "
           "echo; echo CVS-AMDSMI-PROCESS; procs 'amd-smi process --json' '\"pid\"'; "
           "elif command -v rocm-smi >/dev/null 2>&1; then echo CVS-ROCMSMI; rocm-smi --showproductname "
@@ -232,6 +241,14 @@ nlohmann::ordered_json to_json(const GpuProbe& p) {
     J dj = {{"index", d.index}, {"name", d.name}, {"arch", d.arch}};
     dj["total_gb"] = d.total_gb ? J(*d.total_gb) : J(nullptr);
     dj["free_gb"] = d.free_gb ? J(*d.free_gb) : J(nullptr);
+    if (!d.bus_id.empty()) dj["bus_id"] = d.bus_id;
+    auto opt = [&](const char* k, const std::optional<double>& v) {
+      if (v) dj[k] = *v;
+    };
+    opt("power_cap_w", d.power_cap_w);
+    opt("power_max_w", d.power_max_w);
+    opt("pcie_width_max", d.pcie_width_max);
+    opt("pcie_gen_max", d.pcie_gen_max);
     devs.push_back(dj);
   }
   j["devices"] = devs;
@@ -265,6 +282,14 @@ GpuProbe probe_from_json(const nlohmann::ordered_json& j) {
     g.arch = d.value("arch", std::string());
     if (d.contains("total_gb") && d["total_gb"].is_number()) g.total_gb = d["total_gb"].get<double>();
     if (d.contains("free_gb") && d["free_gb"].is_number()) g.free_gb = d["free_gb"].get<double>();
+    g.bus_id = d.value("bus_id", std::string());
+    auto opt = [&](const char* k, std::optional<double>& v) {
+      if (d.contains(k) && d[k].is_number()) v = d[k].get<double>();
+    };
+    opt("power_cap_w", g.power_cap_w);
+    opt("power_max_w", g.power_max_w);
+    opt("pcie_width_max", g.pcie_width_max);
+    opt("pcie_gen_max", g.pcie_gen_max);
     p.devices.push_back(g);
   }
   if (j.contains("processes") && j["processes"].is_array()) {
@@ -320,6 +345,65 @@ std::vector<std::string> check_probe(const GpuProbe& p, const std::string& gpu_n
   if (p.sanity_kernel_ok && !*p.sanity_kernel_ok)
     bad.push_back("the on-device sanity kernel failed: " + p.sanity_detail);
   return bad;
+}
+
+namespace {
+
+// The most common value of a figure over the GPUs other than `self` (nullopt when none has it).
+std::optional<double> siblings_usual(const GpuProbe& p, const GpuDevice& self,
+                                     std::optional<double> GpuDevice::*figure) {
+  std::map<double, int> count;
+  for (const auto& d : p.devices)
+    if (&d != &self && d.*figure) ++count[*(d.*figure)];
+  if (count.empty()) return std::nullopt;
+  return std::max_element(count.begin(), count.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+std::string figure(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f", v);
+  return b;
+}
+
+}  // namespace
+
+std::string describe_gpus(const GpuProbe& p) {
+  if (p.devices.empty() || p.devices.front().name.empty()) return "";
+  const auto& d = p.devices.front();
+  std::string s = std::to_string(p.devices.size()) + "x " + d.name;
+  if (d.power_cap_w) s += ", power cap " + figure(*d.power_cap_w) + " W";
+  if (d.power_max_w) s += " (at most " + figure(*d.power_max_w) + " W)";
+  if (d.pcie_width_max && d.pcie_gen_max)
+    s += ", PCIe x" + figure(*d.pcie_width_max) + " gen " + figure(*d.pcie_gen_max) + " at most";
+  std::string at;
+  for (const auto& g : p.devices)
+    if (!g.bus_id.empty()) at += (at.empty() ? "" : " ") + std::to_string(g.index) + "=" + g.bus_id;
+  if (!at.empty()) s += " (" + at + ")";
+  return s;
+}
+
+std::vector<std::string> gpus_unlike_their_siblings(const GpuProbe& p) {
+  std::vector<std::string> out;
+  if (p.devices.size() < 2) return out;
+  struct Figure {
+    std::optional<double> GpuDevice::*member;
+    const char *what, *prefix, *unit;
+  };
+  static const Figure kFigures[] = {{&GpuDevice::power_cap_w, "power cap ", "", " W"},
+                                    {&GpuDevice::pcie_width_max, "PCIe link at most ", "x", ""},
+                                    {&GpuDevice::pcie_gen_max, "PCIe link at most ", "gen ", ""}};
+  for (const auto& d : p.devices)
+    for (const auto& f : kFigures) {
+      const auto mine = d.*f.member;
+      const auto usual = siblings_usual(p, d, f.member);
+      if (mine && usual && std::fabs(*mine - *usual) > 0.5)
+        out.push_back("GPU " + std::to_string(d.index) + (d.bus_id.empty() ? "" : " [" + d.bus_id + "]") +
+                      ": " + f.what + f.prefix + figure(*mine) + f.unit + ", the node's other GPUs " +
+                      f.prefix + figure(*usual) + f.unit);
+    }
+  return out;
 }
 
 }  // namespace cvs

@@ -20,6 +20,10 @@ struct GpuDevice {
   std::optional<double> total_gb;
   std::optional<double> free_gb;
   std::string uuid;  // nvidia-smi's GPU-..., which names a compute process's GPU
+  // amd-smi static: its PCI address (normalised), its power cap and the most it may be set to,
+  // and its link's maxima (width, PCIe generation).
+  std::string bus_id;
+  std::optional<double> power_cap_w, power_max_w, pcie_width_max, pcie_gen_max;
 };
 
 struct GpuProbe {
@@ -49,6 +53,13 @@ nlohmann::ordered_json to_json(const GpuProbe& p);
 GpuProbe probe_from_json(const nlohmann::ordered_json& j);
 
 // expected_arch (the architecture a gpu_name demands) is the GPU catalog's.
+
+// What the setup stage says of a node's GPUs: "8x AMD Instinct MI300X, power cap 750 W, PCIe x16
+// gen 5 at most", and each GPU whose power cap or link maximum differs from the node's other
+// GPUs' ("GPU 5 [0000:af:00]: power cap 550 W, the node's other GPUs 750 W"); empty where the
+// tool says nothing of them (nvidia-smi's probe, rocm-smi).
+std::string describe_gpus(const GpuProbe& p);
+std::vector<std::string> gpus_unlike_their_siblings(const GpuProbe& p);
 
 // Problems of one node's probe against the config, each a sentence (the caller adds the node):
 // device count != gpus_per_node, an architecture the gpu_name does not run on, free memory below

@@ -1,5 +1,7 @@
 // A node's telemetry over one run, summarised for results.json, the gates, the words that explain
 // a verdict, and the report's strip charts (what the sampler's lines say: logs/telemetry.hpp).
+// The record and its JSON here; made from the sampler's lines by summarize_telemetry
+// (telemetry_summary.cpp); what it says in words and which gates it fails: telemetry_diagnosis.hpp.
 #pragma once
 
 #include <map>
@@ -30,12 +32,20 @@ struct GpuTelemetry {
   std::map<std::string, double> throttle_reasons;              // reason -> fraction of the samples
   double power_capped_fraction = 0;                            // held at its (default) power limit
   std::optional<double> power_limit_w, power_default_limit_w;  // the lowest enforced limit seen; the default
-  std::optional<double> ecc_corrected_delta, ecc_uncorrected_delta;  // last - first sample
+  std::optional<double> power_max_limit_w;  // the most it may be set to (amd-smi's limit.max_power)
+  std::optional<double> ecc_corrected_delta, ecc_uncorrected_delta;            // last - first sample
+  std::map<std::string, double> ecc_corrected_blocks, ecc_uncorrected_blocks;  // block -> its rise
+  // The link's error counters over the run (amd-smi: replays, L0-to-recovery transitions, NAKs).
+  std::optional<double> pcie_replays_delta, pcie_recoveries_delta, pcie_naks_delta;
   // The link under load (a healthy GPU drops to gen 1 when idle: idle samples are never evidence)
   // and what it is capable of.
   std::optional<double> pcie_width_min, pcie_width_max, pcie_gen_min, pcie_gen_max;
-  std::string bus_id;          // normalised ("8a:00"): an Xid line names the GPU by it
+  std::string bus_id;          // normalised ("0000:8a:00"): a kernel line names the GPU by it
+  std::string name;            // what the tool calls it ("AMD Instinct MI300X"); "" when unsaid
   bool pages_pending = false;  // memory pages pending retirement
+  // amd-smi bad-pages: retired pages (the most seen, and the rise over the run), pages that could
+  // not be retired.
+  std::optional<double> pages_retired, pages_retired_delta, pages_unreservable;
   std::optional<double> remap_pending, remap_failure;  // row remapping pending / failed (the most seen)
   std::vector<double> sm_clock_mhz, power_w, temp_c;   // per sample (the chart)
 };
@@ -44,7 +54,11 @@ struct KernelEvent {
   double t = 0;  // seconds since the node's boot
   std::string text, pattern, meaning;
   bool fails = false;
-  std::optional<long long> gpu;  // the GPU whose PCI bus id the line names (an NVIDIA Xid's)
+  std::optional<long long> gpu;  // the GPU whose PCI bus id the line names
+  std::string bus_id;            // that address, normalised
+  bool context = false;          // another GPU's fault in the same incident explains it (logs/telemetry.hpp)
+  int incident = 0;
+  int repeats = 1;
 };
 
 // A process that is not this session's on a GPU during the run.
@@ -81,19 +95,5 @@ NodeTelemetry telemetry_from_json(const JsonIn& in);
 
 // The summary of what a node's sampler sent during one run.
 NodeTelemetry summarize_telemetry(const std::string& node, const TelemetryParser& p);
-
-// The telemetry block's gates this node's run did not meet, one sentence each (the training stage
-// fails with them). Kernel lines are not here: the run stops on them as on an error line.
-std::vector<std::string> telemetry_violations(const NodeTelemetry& t, const TelemetryGates& gates);
-
-// What in a node's telemetry explains a slow or failed run, in words ("GPU 3 throttled (thermal)
-// in 62 % of samples, hotspot 104 C"; "the training had 0.15 CPUs, PSI cpu some 84 %"); empty when
-// nothing stands out.
-std::string explain_telemetry(const NodeTelemetry& t);
-
-// What is wrong with a node's GPUs whether or not it has cost speed yet (a lowered power limit, a
-// link narrower or slower under load than it can be, pending row remaps or page retirements, a
-// failed remap), GPU by GPU: said in the run's notes even when every gate passes. Empty for none.
-std::vector<std::string> telemetry_defects(const NodeTelemetry& t);
 
 }  // namespace cvs

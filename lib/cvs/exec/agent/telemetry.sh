@@ -76,6 +76,15 @@ training() {
   if [ "$steps" = 0 ] && tail -c 65536 "$log" 2>/dev/null | grep -q 'completed step: '; then steps=1; fi
   printf '%s' "$steps"
 }
+# amd-smi's answer to ARGS as an X KIND block (logs/telemetry.hpp): what the GPUs are, once.
+amd_block() {  # KIND ARGS...
+  printf 'X %s\n' "$1" >&5
+  shift
+  amd-smi "$@" --json 2>&1 | sed 's/^/J /' >&5
+  echo E >&5
+}
+# sample [first|last]: the first also reads amd-smi's list and static (index <-> PCI address, the
+# power cap and its maximum, the link's maxima); the first and the last its bad pages.
 sample() {
   read -r up _ </proc/uptime
   if [ -n "$warm" ] && [ "$tpid" = "$pid" ] && read -r w <"$warm" 2>/dev/null; then
@@ -107,8 +116,13 @@ sample() {
       pids=$(printf '%s\n' "$procs" | awk -F', *' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "pid") c = i; next } c { print $c }')
       ;;
     amd-smi)
+      if [ "${1:-}" = first ]; then
+        amd_block list list
+        amd_block static static
+      fi
       amd-smi metric --json 2>&1 | sed 's/^/J /' >&5
       echo E >&5
+      case ${1:-} in first | last) amd_block bad-pages bad-pages ;; esac
       procs=$(amd-smi process --json 2>&1)
       pids=$(printf '%s\n' "$procs" | grep -o '"pid": *[0-9]*' | grep -o '[0-9]*$')
       ;;
@@ -130,8 +144,10 @@ sample() {
 }
 woke=0
 trap 'woke=1' USR1
+which=first
 while :; do
-  sample
+  sample "$which"
+  which=
   if [ $woke = 1 ] || ! alive "$pid"; then break; fi
   # A USR1 during the sleep ends the wait: the last sample follows at once.
   sleep "$iv" 5>&- 7<&- &
@@ -139,7 +155,7 @@ while :; do
   [ $woke = 0 ] && wait $s
   kill $s 2>/dev/null
   if [ $woke = 1 ] || ! alive "$pid"; then
-    sample
+    sample last
     break
   fi
 done
