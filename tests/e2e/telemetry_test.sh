@@ -7,7 +7,14 @@
 #   3. a stand-in nvidia-smi on PATH (a double at the vendor tool's process boundary: no GPU here)
 #      playing recorded outputs (healthy, then a throttling GPU 3, then an ECC increment on GPU 5)
 #      reaches results.json's telemetry record, the ECC gate (the training stage fails), the words
-#      on a failing speed gate, and the report's strip chart.
+#      on a failing speed gate, and the report's strip chart;
+#   4. a stand-in amd-smi (a double at the same boundary: tests/data/telemetry/stand_in/amd_table.py)
+#      of 8 MI300X whose GPU 5 is faulted under load (power cap 550 of 750 W, x8 at 16 GT/s with
+#      replays rising, gfx 30 % below its siblings with a thermal violation, a pending bad page, ECC
+#      rising), as amd-smi 7.x prints: the failing gates name GPU 5 and no other GPU; the same in
+#      6.x's shape with a recorded MI300X incident (tests/data/amd/dmesg_mi300x_ue_aca_reset_begin_
+#      issue4021.txt) written to /dev/kmsg mid-run: the run fails naming the GPU with the
+#      uncorrectable error, the hive's other GPUs its context only.
 # Runs serially (ctest RUN_SERIAL): the kernel log is the machine's, and its lines reach every run.
 #   telemetry_test.sh SUITE_BINARY BASE_CONFIG OUT_DIR
 set -euo pipefail
@@ -162,4 +169,85 @@ page = open(f"{d}/report.html").read()
 assert 'aria-label="telemetry of localhost"' in page and "GPU clock MHz" in page, "no telemetry chart"
 print("stand-in ->", train["message"][:160], "|", tok["message"][-160:])
 PY
+# 4. A stand-in amd-smi of 8 MI300X, GPU 5 faulted under load (the table the unit tests use,
+# tests/data/telemetry/stand_in/amd_mi300x_8.json, with GPU 5's faults), in 7.x's shape and 6.x's.
+python3 - "$root/tests/data/telemetry/stand_in/amd_mi300x_8.json" "$out/amd_table.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+g5 = t["gpus"][5]
+g5["power_cap"] = 550
+g5["phase"] = {"load": {"socket_power": 548, "ppt_violation": True, "pcie_width": 8, "pcie_speed": 16,
+                        "replay_count": 1500, "gfx_clk": 1470, "hotspot": 98, "socket_thermal_violation": True,
+                        "bad_pages_pending": 1, "ecc_uncorrectable": 2, "ecc_umc_uncorrectable": 2}}
+json.dump(t, open(sys.argv[2], "w"))
+PY
+# The recorded incident's lines with its node's addresses put on the stand-in's: the uncorrectable
+# error's GPU (68:00.0) on GPU 5's (af:00.0), the ACA records' (9e, d4, e6) on GPUs 1, 3 and 7's.
+sed -e 's/^\[ *[0-9.]*\] /<3>/' -e 's/0000:68:00/0000:af:00/' -e 's/0000:9e:00/0000:22:00/' \
+  -e 's/0000:d4:00/0000:5c:00/' -e 's/0000:e6:00/0000:df:00/' \
+  "$root/tests/data/amd/dmesg_mi300x_ue_aca_reset_begin_issue4021.txt" >"$out/incident.kmsg"
+inject_incident() {  # the incident's lines, once the run logs step 20
+  local log=""
+  for _ in $(seq 1 600); do
+    log=$(find /tmp/"$(id -un)"/cvs-maxtext/LOGS/jaxmaxtext -path '*BS_2*' -name training.log -newer "$out/amd_table.json" \
+          2>/dev/null | head -n 1)
+    if [[ -n "$log" ]] && grep -q "completed step: 20," "$log"; then
+      while IFS= read -r l; do echo "$l" >/dev/kmsg; done <"$out/incident.kmsg"
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "no step 20 in a minute"; return 1
+}
+for major in 7 6; do
+  touch "$out/amd_table.json"
+  injector=""
+  if [[ $major == 6 ]]; then
+    inject_incident &
+    injector=$!
+  fi
+  run "amd$major" "$out/gpu.json" "PATH=$root/tests/data/telemetry/stand_in/amd_table:$PATH" \
+    "CVS_STAND_IN_TABLE=$out/amd_table.json" "CVS_STAND_IN_AMD_SMI=$major" \
+    "CVS_STAND_IN_STEPS_UNDER=/tmp/$(id -un)/cvs-maxtext/LOGS/jaxmaxtext"
+  [[ -z $injector ]] || wait "$injector" || fail "amd$major: the incident was not written mid-run"
+  [[ $rc -eq 1 ]] || { tail -30 "$out/amd$major.log"; fail "amd$major: exit $rc, expected 1"; }
+  python3 - "$out/amd$major" "$major" <<'PY' || fail "amd$major: GPU 5 is not named alone"
+import json, re, sys
+d, major = sys.argv[1], sys.argv[2]
+r = json.load(open(f"{d}/results.json"))
+s = r["sweeps"]["BS=2,PRECISION=BF16,SL=128"]
+t = s["run"]["nodes"][0]["telemetry"]
+assert t["tool"] == "amd-smi" and "stand-in" in t["tool_version"], (t["tool"], t["tool_version"])
+assert len(t["gpus"]) == 8 and t["gpus"][5]["bus_id"] == "0000:af:00", t["gpus"][5]
+train = next(x for x in r["stages"] if x["test"].startswith("sweep/test_training_run"))
+def only_gpu5(words, what):
+    named = set(re.findall(r"GPU (\d+)[ :]", words))
+    assert named == {"5"}, (what, named, words)
+if major == "7":
+    tok = {e["metric"]: e for e in s["evaluations"]}["training.tokens_per_sec_per_gpu"]
+    assert train["status"] == "FAIL", train
+    assert "GPU 5 gained 2 uncorrected ECC error(s) (UMC 2) during the run (at most 0) [0000:af:00]" in train["message"], train
+    only_gpu5(train["message"], "training stage")
+    for w in ("GPU 5 power limit lowered to 550 W (it may be 750 W; the node's other GPUs at 750 W) [0000:af:00]",
+              "GPU 5 PCIe link under load at x8 gen 4 (capable of x16 gen 5) [0000:af:00]",
+              "GPU 5 PCIe link errors during the run: 1500 replays [0000:af:00]",
+              "GPU 5 slowed (power cap, thermal) in ", "GPU 5 has memory pages pending retirement [0000:af:00]"):
+        assert w in tok["message"], (w, tok["message"])
+    only_gpu5(tok["message"], "speed gate")
+    page = open(f"{d}/report.html").read()
+    assert '<tr class="named"><td>5</td><td>0000:af:00</td>' in page, "GPU 5's row is not marked"
+    assert page.count('<tr class="named">') == 1, "another GPU's row is marked"
+    print("amd 7.x ->", tok["message"][-300:])
+else:
+    f = s["run"]["failure"]
+    assert "kernel log: an uncorrectable hardware error (RAS) on the GPU (GPU 5 [0000:af:00])" in f, f
+    k = t["kernel"]
+    faults = [e for e in k if not e.get("context")]
+    assert {e["gpu"] for e in faults} == {5}, faults
+    assert {e["gpu"] for e in k if e.get("context")} == {1, 3, 7}, k
+    assert "GPU 1: kernel" not in t["explanation"], t["explanation"]
+    assert "its context (not their fault): GPU 1 ACA" in t["explanation"], t["explanation"]
+    print("amd 6.x + incident ->", f[:200])
+PY
+done
 echo "1 passed, 0 failed"

@@ -96,8 +96,8 @@ std::string NodeTracker::kernel_failure(const std::string& node) const {
   const auto* k = kernel_failed ? telemetry.kernel_failure() : nullptr;
   if (!k) return "";
   const auto device = k->device();
-  return node + ": kernel log: " + (device.empty() ? "" : device + ": ") + k->meaning() + ": '" + k->text +
-         "'";
+  return node + ": kernel log: " + k->meaning() + (device.empty() ? "" : " (" + device + ")") + ": '" +
+         k->text + "'";
 }
 
 const std::string& NodeTracker::check_finite(const std::string& node) {

@@ -197,7 +197,7 @@ std::string KernelLine::meaning() const {
 }
 
 std::string KernelLine::device() const {
-  if (gpu) return "GPU " + std::to_string(*gpu) + (bus_id.empty() ? "" : " (" + bus_id + ")");
+  if (gpu) return "GPU " + std::to_string(*gpu) + (bus_id.empty() ? "" : " [" + bus_id + "]");
   return bus_id;
 }
 

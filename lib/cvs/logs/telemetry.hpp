@@ -91,7 +91,7 @@ struct KernelLine {
   bool context = false;  // another GPU's fault explains it: not this GPU's blame, nor the run's cause
   int repeats = 1;       // the same line kind on the same GPU in the same incident, counted here
   std::string meaning() const;
-  // "GPU 5 (0000:af:00)", "0000:af:00" when the tool lists no GPU there, "" when no device.
+  // "GPU 5 [0000:af:00]", "0000:af:00" when the tool lists no GPU there, "" when no device.
   std::string device() const;
 };
 // Kernel lines of a node's GPUs further apart than this are separate incidents.

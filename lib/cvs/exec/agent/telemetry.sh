@@ -86,6 +86,7 @@ amd_block() {  # KIND ARGS...
 # sample [first|last]: the first also reads amd-smi's list and static (index <-> PCI address, the
 # power cap and its maximum, the link's maxima); the first and the last its bad pages.
 sample() {
+  which_sample=${1:-}  # before `set --` below takes the positional parameters
   read -r up _ </proc/uptime
   if [ -n "$warm" ] && [ "$tpid" = "$pid" ] && read -r w <"$warm" 2>/dev/null; then
     case $w in '' | *[!0-9]*) ;; *) tpid=$w ;; esac
@@ -116,13 +117,13 @@ sample() {
       pids=$(printf '%s\n' "$procs" | awk -F', *' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "pid") c = i; next } c { print $c }')
       ;;
     amd-smi)
-      if [ "${1:-}" = first ]; then
+      if [ "$which_sample" = first ]; then
         amd_block list list
         amd_block static static
       fi
       amd-smi metric --json 2>&1 | sed 's/^/J /' >&5
       echo E >&5
-      case ${1:-} in first | last) amd_block bad-pages bad-pages ;; esac
+      case $which_sample in first | last) amd_block bad-pages bad-pages ;; esac
       procs=$(amd-smi process --json 2>&1)
       pids=$(printf '%s\n' "$procs" | grep -o '"pid": *[0-9]*' | grep -o '[0-9]*$')
       ;;
@@ -148,7 +149,11 @@ which=first
 while :; do
   sample "$which"
   which=
-  if [ $woke = 1 ] || ! alive "$pid"; then break; fi
+  if [ $woke = 1 ] || ! alive "$pid"; then
+    # Gone at once: that sample was the last too (amd-smi's bad pages again).
+    if [ "$tool" = amd-smi ]; then amd_block bad-pages bad-pages; fi
+    break
+  fi
   # A USR1 during the sleep ends the wait: the last sample follows at once.
   sleep "$iv" 5>&- 7<&- &
   s=$!
