@@ -454,3 +454,17 @@ TEST(Fleet, TheStatedDetectionPowerIsMetOnGeneratedFleets) {
   // The rule's own floor: never under min_deviation (10 %), whatever the noise.
   EXPECT_GE(stated_sum / trials, 0.10);
 }
+
+// A node that stalled (#57): its speed figures leave the stalls out, so they say nothing; its time
+// lost does. Over the policy's 2 % and 1 s it is a suspect on that evidence, named with its
+// stalls; under either, not.
+TEST(Fleet, ANodeThatStalledIsASuspectOnItsTimeLost) {
+  std::vector<cvs::FleetNode> nodes;
+  for (int i = 0; i < 5; ++i) nodes.push_back(node("n" + std::to_string(i), 10000 + 37 * i, 20 + 0.1 * i));
+  nodes[2].stalls["BS=4"] = {78.3, 10.015, "step 52 10.035 s"};
+  nodes[3].stalls["BS=4"] = {4.0, 0.4, "step 9 0.5 s"};  // a hiccup: under a second lost
+  const auto s = cvs::score_fleet(nodes, {});
+  ASSERT_EQ(s.suspects(), std::vector<std::string>{"n2"});
+  EXPECT_EQ(cvs::fleet_reasons(s.nodes.front()),
+            "BS=4: stalls cost 10.015 s, 78.3 % of its steps' time (step 52 10.035 s; more than 2 %)");
+}

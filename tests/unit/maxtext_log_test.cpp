@@ -37,6 +37,25 @@ TEST(MaxtextLog, OlderStepLineWithoutTotalWeights) {
   EXPECT_DOUBLE_EQ(ev->step->loss, 7.5);
 }
 
+// A research fork's step line (#57): fields separated by spaces alone, a rate instead of a time,
+// fields the reader does not know (accuracy, lr in e-notation).
+TEST(MaxtextLog, AForksSpaceSeparatedLineWithStepsPerSecond) {
+  auto ev = parse_maxtext_line(
+      "completed step: 3000, steps/s: 0.641 TFLOP/s/device: 116.163 total_weights: 523957 loss: 2.721263 "
+      "accuracy: 48.162 lr: 27.053e-5");
+  ASSERT_TRUE(ev && ev->step);
+  EXPECT_EQ(ev->step->step, 3000);
+  EXPECT_DOUBLE_EQ(*ev->step->seconds, 1 / 0.641);
+  EXPECT_DOUBLE_EQ(*ev->step->tflops_per_device, 116.163);
+  EXPECT_DOUBLE_EQ(*ev->step->total_weights, 523957);
+  EXPECT_DOUBLE_EQ(ev->step->loss, 2.721263);
+  EXPECT_TRUE(ev->step->loss_logged);
+  // A name inside another ("lm_loss: ") is still not the loss.
+  auto lm = parse_maxtext_line("completed step: 4, seconds: 1.0 lm_loss: 3.5");
+  ASSERT_TRUE(lm && lm->step);
+  EXPECT_DOUBLE_EQ(lm->step->loss, 3.5) << "lm_loss as the loss when no loss: field";
+}
+
 TEST(MaxtextLog, NanLossParsesAsNan) {
   auto ev = parse_maxtext_line(
       "I1202 12:32:43.025712 140599178353536 metric_logger.py:265] completed step: 1, seconds: 0.109, "

@@ -85,6 +85,7 @@ void apply_config(const std::string& config, bool devices, bool confidence, Metr
   if (devices) ctx.gpus_per_node = cfg.gpus_per_node;
   patterns = cfg.error_patterns;
   if (confidence) ctx.confidence = cfg.statistics.confidence;
+  ctx.stall_factor = cfg.statistics.stall_factor;
 }
 
 // A step whose loss or rate is not finite: said on stderr, where it was read, and in the output
@@ -206,6 +207,18 @@ nlohmann::ordered_json excluded_json(const RunMetrics& m) {
   return excluded;
 }
 
+// Each stall named: its step, its seconds, the usual step around it, what it cost, its line.
+nlohmann::ordered_json stalls_json(const RunMetrics& m) {
+  nlohmann::ordered_json stalls = nlohmann::ordered_json::array();
+  for (const auto& x : m.stalls)
+    stalls.push_back({{"step", x.step},
+                      {"seconds", x.seconds},
+                      {"usual_seconds", x.usual},
+                      {"lost_seconds", x.lost()},
+                      {"line_no", x.line_no}});
+  return stalls;
+}
+
 }  // namespace
 
 int cmd_metrics(const Args& args) {
@@ -264,6 +277,7 @@ int cmd_metrics(const Args& args) {
   out["warmup_steps_dropped"] = m.warmup_dropped;
   out["async_dropped_steps"] = m.async_dropped_steps;
   out["excluded_steps"] = excluded_json(m);
+  out["stalls"] = stalls_json(m);
   if (!hosts_out.empty()) out["hosts"] = hosts_out;
   out["steady_state"] = to_json(steady_state_record(m.steady));
   if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;

@@ -42,6 +42,11 @@ const std::vector<MetricSpec>& metric_catalog() {
        3, false},
       {M::CheckpointLoadSeconds, "checkpoint_load_seconds", "s", B::Lower, G::CheckpointResume, false, false,
        3, false},
+      // Stalls (statistics/metrics.hpp Stall): how many, the seconds they cost over a normal step,
+      // and that as a share of the steps' time. Events, not speed: no calibration needed.
+      {M::StallCount, "stall_count", "", B::Lower, G::TestMetric, false, false, 0, false},
+      {M::StallSeconds, "stall_seconds", "s", B::Lower, G::TestMetric, false, false, 3, false},
+      {M::TimeLostPct, "time_lost_pct", "%", B::Lower, G::TestMetric, false, false, 2, false},
   };
   return v;
 }

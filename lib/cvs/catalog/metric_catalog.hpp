@@ -37,8 +37,11 @@ enum class Metric : std::uint8_t {
   PeakMemoryGb,
   CheckpointSaveSeconds,
   CheckpointLoadSeconds,
+  StallCount,
+  StallSeconds,
+  TimeLostPct,
 };
-inline constexpr std::size_t kMetricCount = 21;
+inline constexpr std::size_t kMetricCount = 24;
 
 enum class Better { Higher, Lower, Neither };
 enum class GatedBy { TestMetric, CheckpointResume };

@@ -241,8 +241,7 @@ Inputs load_inputs(Options& o) {
     const long long steps = single.steps_for(run);
     in.single_steps.push_back(steps);
     // The cap of an extended run (fixtures/session.cpp's early stopper).
-    in.single_caps.push_back(single.statistics.extend_max_steps > 0 ? single.statistics.extend_max_steps
-                                                                    : 4 * steps);
+    in.single_caps.push_back(single.statistics.extend_cap(steps));
   }
   in.checkpoint_steps =
       single.checkpoint_resume.steps_before_ckpt + single.checkpoint_resume.steps_after_resume;

@@ -1,4 +1,5 @@
 #include "cvs/certify/tiers.hpp"
+#include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/catalog/stage_names.hpp"
 
 #include <fmt/format.h>
@@ -123,12 +124,15 @@ class PreflightTier final : public Tier {
   }
 };
 
-// A suspect whose every piece of evidence is speed (or the telemetry's words, which accuse nothing).
+// A suspect whose every piece of evidence is speed or time lost to stalls (or the telemetry's
+// words, which accuse nothing): what a second run may not show again.
 bool speed_only(const NodeScore& ns, const FleetNode& n) {
   if (n.status != Outcome::Pass || ns.evidence.empty()) return false;
   for (const auto& e : ns.evidence)
-    if (e.figure != FigureKey::kind("telemetry") && e.figure.metric != "tokens_per_sec_per_gpu" &&
-        e.figure.metric != "step_time_p50_ms")
+    if (e.figure != FigureKey::kind("telemetry") &&
+        e.figure.metric != to_string(cvs::Metric::TokensPerSecPerGpu) &&
+        e.figure.metric != to_string(cvs::Metric::StepTimeP50Ms) &&
+        e.figure.metric != to_string(cvs::Metric::TimeLostPct))
       return false;
   return true;
 }

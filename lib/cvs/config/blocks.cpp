@@ -213,6 +213,14 @@ void from_json(JsonReader& r, Statistics& s) {
   r.integer("min_steady_steps", s.min_steady_steps,
             25);  // no interval below 25 steady steps (step_stats.hpp)
   r.number("calibration_min_slack_pct", s.calibration_min_slack_pct, 0.0);
+  double stall = s.stall_factor;
+  r.number("stall_factor", stall, 0.0);
+  if (!(stall > 1.5))
+    r.issues().add(r.at("stall_factor"), "stall_factor " + std::to_string(stall) + " is not above 1.5",
+                   "give how many times a normal step's time makes a stall (default 5); a smaller factor "
+                   "would take an eval or a noisy step for one");
+  else
+    s.stall_factor = stall;
   double half = s.stop_half_width_pct;
   r.number("stop_half_width_pct", half, 0.0);
   if (!(half < 100))

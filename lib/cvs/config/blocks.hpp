@@ -113,6 +113,13 @@ struct Statistics {
   // cvs calibrate: the least slack between a calibrated centre and its gate (calibration.hpp).
   // GPU nodes vary a few % run to run; a shared CPU machine +-30 %.
   double calibration_min_slack_pct = 5.0;
+  // A step over this many times the median of the steps around it, with no eval, checkpoint save
+  // or profiler window in the log to explain it, is a stall (statistics/metrics.hpp Stall): named,
+  // left out of the speed figures, counted in stall_count, stall_seconds and time_lost_pct.
+  double stall_factor = 5.0;
+  // extend: the most steps a sweep of `steps` configured steps may run (extend_max_steps, or 4x):
+  // the one rule the early stopper and certify's plan both read.
+  long long extend_cap(long long steps) const { return extend_max_steps > 0 ? extend_max_steps : 4 * steps; }
 };
 void from_json(JsonReader& r, Statistics& out);
 

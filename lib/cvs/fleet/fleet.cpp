@@ -100,6 +100,28 @@ void accuse(NodeScore& ns, FleetEvidence e) {
   ns.evidence.push_back(std::move(e));
 }
 
+// A sweep's stalls, when it had any (their figures and each one's step and seconds).
+void read_stalls(const std::string& key, const SweepRecord& sweep, FleetNode& n) {
+  const double* lost = sweep.metric(std::string(to_string(Metric::TimeLostPct)));
+  const double* seconds = sweep.metric(std::string(to_string(Metric::StallSeconds)));
+  if (!lost || !seconds || sweep.stalls.empty()) return;
+  std::string words;
+  for (const auto& x : sweep.stalls)
+    words += (words.empty() ? "" : ", ") + fmt::format("step {} {} s", x.step, short_number(x.seconds));
+  n.stalls[key] = {*lost, *seconds, words};
+}
+
+// A passing node's stalls that cost more than the policy allows: evidence against it.
+void stall_evidence(const FleetNode& n, const FleetPolicy& policy, NodeScore& ns) {
+  for (const auto& [key, st] : n.stalls)
+    if (st.time_lost_pct > policy.max_time_lost_pct && st.seconds >= policy.min_stall_seconds)
+      accuse(ns, {FigureKey{key, std::string(to_string(Metric::TimeLostPct))}, st.time_lost_pct, 0, 0, 0,
+                  fmt::format("{}: stalls cost {} s, {} % of its steps' time ({}; more than {} %)", key,
+                              format_figure(Metric::StallSeconds, st.seconds),
+                              format_figure(Metric::TimeLostPct, st.time_lost_pct), st.words,
+                              short_number(policy.max_time_lost_pct))});
+}
+
 // The probe's facts the fleet compares (results.json provenance_fields).
 constexpr const char* kFleetFacts[] = {"gpus",        "device_kind",     "platform_version",
                                        "jax_version", "maxtext_version", "cpu_model",
@@ -215,6 +237,7 @@ FleetScore score_fleet(const std::vector<FleetNode>& nodes, const FleetPolicy& p
           if (const auto& st = s.figures[figure]; policy.scores_figure(st.nodes))
             if (auto e = outlier(figure, x, st, policy, interval_of(n, figure))) accuse(ns, std::move(*e));
       baseline_evidence(n, policy, ns);
+      stall_evidence(n, policy, ns);
     }
     s.nodes.push_back(std::move(ns));
   }
@@ -356,6 +379,7 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
           n.telemetry += (n.telemetry.empty() ? "" : "; ") + key + ": " + why;
     for (const auto& [metric, v] : sweep.metrics)
       if (!std::isnan(v) && is_fleet_metric(metric)) n.figures[{key, metric}] = v;
+    read_stalls(key, sweep, n);
     if (!sweep.steady_state) continue;
     for (const auto& [metric, iv] : sweep.steady_state->intervals)
       if (!std::isnan(iv.estimate)) {

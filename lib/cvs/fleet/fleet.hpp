@@ -75,6 +75,11 @@ struct FleetPolicy {
   double min_deviation = 0.10;  // relative to the median
   std::size_t min_fleet = 3;
   std::map<FigureKey, FigureStats> baseline;  // the calibration's, per sweep and metric
+  // A node whose sweep lost more than max_time_lost_pct of its steps' time to stalls, and at least
+  // min_stall_seconds, is a suspect on that evidence (statistics/metrics.hpp Stall): the stalls are
+  // left out of its speed figures, so they would not make it slow.
+  double max_time_lost_pct = 2.0;
+  double min_stall_seconds = 1.0;
   // Whether a figure this many passing nodes measured is scored (and its detection power stated).
   bool scores_figure(std::size_t nodes) const { return nodes >= std::max<std::size_t>(min_fleet, 1); }
 };
@@ -94,6 +99,12 @@ struct FleetNode {
   // Where its runs' time went (the head node's logs: smoke, sweeps, checkpoint phases); other_s is
   // set by whoever times the whole (suite_runs: seconds less the phases).
   PhaseTotals phases = {};
+  // A sweep's stalls: the share of its steps' time they cost, their seconds, and in words.
+  struct Stalls {
+    double time_lost_pct = 0, seconds = 0;
+    std::string words;
+  };
+  std::map<std::string, Stalls> stalls = {};  // sweep key -> its stalls (sweeps with one)
 };
 
 struct FleetEvidence {

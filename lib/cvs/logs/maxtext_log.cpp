@@ -43,7 +43,12 @@ std::optional<double> field(std::string_view s, std::string_view name) {
     // printed ",  loss: " too)
     std::size_t b = pos;
     while (b > 0 && s[b - 1] == ' ') --b;
-    if (pos == 0 || (b > 0 && b < pos && s[b - 1] == ',')) {
+    // A research fork separates its fields by spaces alone ("steps/s: 0.641 TFLOP/s/device: ..."):
+    // a name after a space that ends a number starts a field too ("lm_loss: " never is "loss: ").
+    const bool after_number = b > 0 && b < pos &&
+                              ((s[b - 1] >= '0' && s[b - 1] <= '9') ||
+                               (b >= 3 && (s.substr(b - 3, 3) == "nan" || s.substr(b - 3, 3) == "inf")));
+    if (pos == 0 || (b > 0 && b < pos && s[b - 1] == ',') || after_number) {
       std::string_view rest = s.substr(pos + name.size());
       return take_number(rest);
     }
@@ -187,6 +192,8 @@ std::optional<LogEvent> step_line(std::string_view line) {
   r.loss_logged = loss.has_value();
   r.loss = loss.value_or(0.0);
   r.seconds = field(s, "seconds: ");
+  // A fork's rate instead of a time: a step takes 1 / steps/s.
+  if (const auto rate = field(s, "steps/s: "); !r.seconds && rate && *rate > 0) r.seconds = 1 / *rate;
   r.tflops_per_device = field(s, "TFLOP/s/device: ");
   if (!r.tflops_per_device) r.tflops_per_device = field(s, "TFLOP/s: ");  // 2023: per device too
   r.tokens_per_device = field(s, "Tokens/s/device: ");

@@ -102,6 +102,11 @@ J evaluation_json(const EvaluationRecord& e) {
   return ej;
 }
 
+// A stall: its step, its seconds and the usual step's around it (what it cost is their difference).
+constexpr auto kStallFields =
+    std::make_tuple(field("step", &Stall::step), field("seconds", &Stall::seconds),
+                    field("usual_seconds", &Stall::usual), optional_field("line_no", &Stall::line_no));
+
 // The early-stop record, one list for the writer and the reader (every key optional: the defaults
 // of a record written before it).
 constexpr auto kEarlyStopFields = std::make_tuple(
@@ -139,6 +144,11 @@ J sweep_json(const SweepRecord& s) {
   if (s.metrics_source) sj["metrics_source"] = *s.metrics_source;
   if (s.warmup_steps_dropped) sj["warmup_steps_dropped"] = *s.warmup_steps_dropped;
   if (!s.async_dropped_steps.empty()) sj["async_dropped_steps"] = s.async_dropped_steps;
+  if (!s.stalls.empty()) {
+    J stalls = J::array();
+    for (const auto& x : s.stalls) write_fields(stalls.emplace_back(J::object()), x, kStallFields);
+    sj["stalls"] = stalls;
+  }
   if (s.steady_state) sj["steady_state"] = to_json(*s.steady_state);
   if (s.first_nonfinite_step) sj["first_nonfinite_step"] = *s.first_nonfinite_step;
   J metrics = J::object();
@@ -342,6 +352,8 @@ void read_sweep_run(const In& in, SweepRecord& s) {
       in.fail(pointer_join(in.at_ptr("async_dropped_steps"), i), "is not a step");
     s.async_dropped_steps.push_back(async[i].get<long long>());
   }
+  for (std::size_t i = 0; i < in.array("stalls").size(); ++i)
+    read_fields(in.element("stalls", i), s.stalls.emplace_back(), kStallFields);
   if (in.has("steady_state")) s.steady_state = read_steady(in.object("steady_state"));
   if (in.has("first_nonfinite_step")) s.first_nonfinite_step = in.integer<long long>("first_nonfinite_step");
 }

@@ -18,6 +18,7 @@
 #include "cvs/logs/run_timeline.hpp"
 #include "cvs/results/compare.hpp"
 #include "cvs/results/telemetry_record.hpp"
+#include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
 
@@ -138,6 +139,7 @@ struct SweepRecord {
   std::optional<std::string> metrics_source;
   std::optional<long long> warmup_steps_dropped;
   std::vector<long long> async_dropped_steps;  // left out of the point figures (MaxText's asynchronous step)
+  std::vector<Stall> stalls;  // steps far over the steps around them, unexplained (statistics/metrics.hpp)
   std::optional<SteadyStateRecord> steady_state;
   std::optional<long long> first_nonfinite_step;
   std::vector<std::pair<std::string, double>> metrics;  // name without "training.", in catalog order

@@ -170,6 +170,8 @@ const char* to_string(ExcludedBecause b) {
       return "checkpoint_save";
     case ExcludedBecause::Profiler:
       return "profiler";
+    case ExcludedBecause::Stall:
+      return "stall";
   }
   return "";
 }
@@ -259,6 +261,7 @@ std::optional<ExcludedBecause> StepSeries::excluded_because(const Queued& q, dou
     startup_left_ = 0;
   }
   if (q.mark && s > 1.5 * ref) return q.mark->first;
+  if (s > ctx_.stall_factor * ref) return ExcludedBecause::Stall;
   return std::nullopt;
 }
 
@@ -294,6 +297,13 @@ void StepSeries::exclude(const Queued& q, ExcludedBecause why, double ref) {
       because = "over 1.5x the median " + med +
                 ": its time includes a profiler window the log opens or closes around it";
       break;
+    case ExcludedBecause::Stall:
+      because = "a stall: over " + short_number(ctx_.stall_factor) + "x the median " + med +
+                " of the steps around it with no eval, checkpoint or profiler in the log to explain it";
+      ++stall_count_;
+      stall_lost_ += s - ref;
+      if (stalls_.size() < kNamedStalls) stalls_.push_back({q.r.step, s, ref, q.r.line_no});
+      break;
   }
   const bool async = why == ExcludedBecause::StartUp || why == ExcludedBecause::AsyncDispatch ||
                      why == ExcludedBecause::CatchUp;
@@ -311,6 +321,7 @@ void StepSeries::judge_front() {
   const StepRecord& r = q.r;
   const bool timed = is_timed(r);
   const bool speed = !q.warmup && !r.rampup && !r.profiler_boundary && r.seconds.has_value();
+  if (timed && !q.warmup) judged_seconds_ += *r.seconds;
   if (timed) {
     if (const auto ref = reference_seconds(); ref && *ref > 0) {
       if (const auto why = excluded_because(q, *ref)) {
@@ -559,6 +570,7 @@ RunMetrics StepSeries::finish() {
   if (nonfinite_) m.first_nonfinite_step = first_nonfinite_;
   m.loss_curve = std::move(loss_curve_);
   speed_metrics(m);
+  stall_metrics(m);
   loss_curve_metrics(m);
   if (evals_ > 0) m.values.set(Metric::EvalLoss, last_eval_loss_);
   convergence_metrics(m);
@@ -575,6 +587,27 @@ RunMetrics StepSeries::finish() {
   if (!m.steady.found) m.notes.push_back(m.steady.why);
   if (!m.steady.note.empty()) m.notes.push_back(m.steady.note);
   return m;
+}
+
+// The stalls as figures of their own and in words: each named with its step, its seconds and what
+// it cost over the steps around it; none is a figure too (0), once the run has steps to judge.
+void StepSeries::stall_metrics(RunMetrics& m) {
+  if (judged_seconds_ <= 0) return;
+  m.values.set(Metric::StallCount, static_cast<double>(stall_count_));
+  m.values.set(Metric::StallSeconds, stall_lost_);
+  m.values.set(Metric::TimeLostPct, 100 * stall_lost_ / judged_seconds_);
+  m.stalls = stalls_;
+  if (stall_count_ == 0) return;
+  std::string named;
+  for (const auto& s : stalls_)
+    named += (named.empty() ? "" : ", ") + std::string("step ") + std::to_string(s.step) + " " +
+             short_number(s.seconds) + " s";
+  m.stall_summary = std::to_string(stall_count_) + " stall(s) cost " +
+                    format_figure(Metric::StallSeconds, stall_lost_) + " s, " +
+                    format_figure(Metric::TimeLostPct, 100 * stall_lost_ / judged_seconds_) +
+                    " % of the steps' time (" + named + (stall_count_ > stalls_.size() ? ", ..." : "") + ")";
+  m.notes.push_back(m.stall_summary +
+                    ": left out of the speed figures, which say what the hardware does when it runs");
 }
 
 RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vector<EvalRecord>& evals,

@@ -33,16 +33,29 @@ struct MetricsContext {
   // The run's first step when it is known beyond these records (another host's view of the run
   // began earlier): the warm-up is the run's first kWarmupSteps step numbers.
   std::optional<long long> run_first_step;
+  // A record over this many times the median of the steps around it that no eval, checkpoint
+  // save or profiler window explains is a stall (statistics.stall_factor).
+  double stall_factor = 5;
 };
 
 // A record left out of every speed figure (the point figures, the steady-state window, the
 // percentiles and the last-10 averages) because its time is not one step's: the rule and why.
-enum class ExcludedBecause { AsyncDispatch, CatchUp, StartUp, Eval, CheckpointSave, Profiler };
+enum class ExcludedBecause { AsyncDispatch, CatchUp, StartUp, Eval, CheckpointSave, Profiler, Stall };
 const char* to_string(ExcludedBecause b);
 struct ExcludedStep {
   long long step = 0;
   double seconds = 0;
   ExcludedBecause rule = ExcludedBecause::AsyncDispatch;
+};
+
+// A stall: a step whose time is far above the run's own steady step time (MetricsContext::
+// stall_factor) with nothing in the log to explain it: named with its step, its seconds and what
+// it cost over a normal step (`usual`: the median of the steps around it).
+struct Stall {
+  long long step = 0;
+  double seconds = 0, usual = 0;
+  long long line_no = 0;
+  double lost() const { return seconds - usual; }
 };
 
 // The fewest speed records a point speed figure is given from: fewer is a note, not a figure.
@@ -84,6 +97,8 @@ struct RunMetrics {
   std::size_t warmup_dropped = 0;              // the warm-up records and the asynchronous ones below
   std::vector<long long> async_dropped_steps;  // records left out of the point figures as not a step's time
   std::vector<ExcludedStep> excluded;          // every record left out, with its rule (async ones too)
+  std::vector<Stall> stalls;                   // the stalls, the first kNamedStalls named
+  std::string stall_summary;  // the stalls in words ("" for none): a note, and on the gates they fail
   std::optional<std::pair<long long, long long>> point_steps;  // the steps the point speed figures cover
   SteadyState steady;              // MSER-5 steady state and the speed metrics' intervals (step_stats.hpp)
   std::vector<std::string> notes;  // why a metric is absent, e.g. "target not reached"
@@ -163,6 +178,7 @@ class StepSeries {
   void exclusion_notes(RunMetrics& m);
   void speed_metrics(RunMetrics& m);
   void loss_curve_metrics(RunMetrics& m);
+  void stall_metrics(RunMetrics& m);
   void convergence_metrics(RunMetrics& m);
 
   MetricsContext ctx_;
@@ -205,7 +221,13 @@ class StepSeries {
   std::vector<ExcludedStep> excluded_;
   std::vector<std::string> async_notes_;
   std::size_t async_total_ = 0;
-  std::array<std::size_t, 6> excluded_by_rule_{};
+  std::array<std::size_t, 7> excluded_by_rule_{};
+  // Stalls: the first kNamedStalls, and the count and seconds lost of all; the seconds of every
+  // timed record judged (what time_lost_pct is a share of).
+  static constexpr std::size_t kNamedStalls = 20;
+  std::vector<Stall> stalls_;
+  std::size_t stall_count_ = 0;
+  double stall_lost_ = 0, judged_seconds_ = 0;
   // Timed records the speed percentiles leave out (warm-up, rampup), as index ranges.
   std::vector<std::pair<std::size_t, std::size_t>> not_speed_;
   TimedSeries timed_;
