@@ -103,7 +103,16 @@ a, b = steady["metrics"]["tokens_per_sec_per_gpu"], stalled["metrics"]["tokens_p
 t = stalled["metrics"]["step_time_seconds"] * 98
 averaged_in = b * t / (t + big["seconds"] - big["usual_seconds"])
 assert 0.5 < b / a < 2 and averaged_in / a < 0.4, (a, b, averaged_in)
+# Where the run's time went: the stall a phase of its own, every phase summing to the run's wall time
+# on the node's clock (started to exited) within 1 %.
+for name, s in (("steady", steady), ("stalled", stalled)):
+    p = s["run"]["nodes"][0]["phases"]
+    parts = sum(p.get(k, 0) for k in ("startup_s", "compile_s", "training_s", "stall_s", "checkpoint_s", "teardown_s"))
+    assert abs(parts - p["wall_s"]) <= 0.01 * p["wall_s"], (name, parts, p)
+assert stalled["run"]["nodes"][0]["phases"]["stall_s"] > 8, stalled["run"]["nodes"][0]["phases"]
+assert steady["run"]["nodes"][0]["phases"].get("stall_s", 0) == 0, steady["run"]["nodes"][0]["phases"]
 print(f"stalled: {lost['message'][:220]}")
+print("phases:", {k: round(v, 2) for k, v in stalled["run"]["nodes"][0]["phases"].items() if isinstance(v, float)})
 print(f"tokens/s per device: {b:.1f} paused, {a:.1f} not ({b / a:.3f}x; {averaged_in / a:.3f}x with the stall "
       f"averaged in); the stall {big['seconds']:.1f} s at step {big['step']}")
 PY

@@ -116,3 +116,75 @@ TEST(Stalls, TheFactorIsStatisticsStallFactor) {
   c["statistics"] = {{"stall_factor", 1.2}};
   EXPECT_TRUE(cvs::test::has_issue(cvs::test::issues_of(c), "/statistics/stall_factor", "not above 1.5"));
 }
+
+// Warm-up on evidence, not by position (#57).
+namespace {
+cvs::RunMetrics metrics_of_lines(const std::string& log) {
+  return cvs::compute_metrics(steps_of(log), {}, {});
+}
+}  // namespace
+
+// Three uniform 500 ms lines numbered from 1 (the shape of AMD CVS's own parser tests): no record
+// is evidently not a steady step, so the spec's figures are those of all three.
+TEST(Warmup, ThreeUniformLinesGiveTheSpecsFigures) {
+  std::string log;
+  for (long long n = 1; n <= 3; ++n)
+    log +=
+        "completed step: " + std::to_string(n) +
+        ", seconds: 0.500, TFLOP/s/device: 200.000, Tokens/s/device: 4000.000, total_weights: 2048, loss: " +
+        std::to_string(6 - n) + ".000\n";
+  const auto m = metrics_of_lines(log);
+  EXPECT_EQ(m.warmup_dropped, 0u);
+  EXPECT_DOUBLE_EQ(*m.get(cvs::Metric::StepTimeSeconds), 0.5);
+  EXPECT_DOUBLE_EQ(*m.get(cvs::Metric::StepTimeP50Ms), 500);
+  EXPECT_DOUBLE_EQ(*m.get(cvs::Metric::Last10StepsStepTimeMsAvg), 500);
+  EXPECT_DOUBLE_EQ(*m.get(cvs::Metric::TokensPerSecTotal), 4000);
+  EXPECT_DOUBLE_EQ(*m.get(cvs::Metric::Last10StepsTokensPerSecondPerGpuAvg), 4000);
+}
+
+// A log cut from mid-run: the v3-8 lines of MaxText issue #8 (amankhandelia, 2023-04-28: steps
+// 15107-15110 of base.yml, 2.16-2.167 s each) keep their first two; a run that starts at step 0
+// still drops its compile step and step 1; a resumed run's compile-long first step is dropped.
+TEST(Warmup, ALogCutFromMidRunKeepsItsFirstSteps) {
+  const std::string v3 =
+      "completed step: 15107, seconds: 2.167, TFLOP/s: 36.722, loss: 2.191\n"
+      "completed step: 15108, seconds: 2.164, TFLOP/s: 36.771, loss: 2.173\n"
+      "completed step: 15109, seconds: 2.166, TFLOP/s: 36.739, loss: 2.191\n"
+      "completed step: 15110, seconds: 2.160, TFLOP/s: 36.841, loss: 2.180\n";
+  const auto m = metrics_of_lines(v3);
+  EXPECT_EQ(m.warmup_dropped, 0u);
+  EXPECT_EQ(m.point_steps->first, 15107);
+  EXPECT_NEAR(*m.get(cvs::Metric::StepTimeSeconds), (2.167 + 2.164 + 2.166 + 2.160) / 4, 1e-12);
+  std::string resumed = "completed step: 6, seconds: 40.000, TFLOP/s: 2.000, loss: 2.2\n";
+  for (long long n = 7; n < 12; ++n)
+    resumed += "completed step: " + std::to_string(n) + ", seconds: 2.000, TFLOP/s: 40.000, loss: 2.1\n";
+  const auto r = metrics_of_lines(resumed);
+  EXPECT_EQ(r.warmup_dropped, 1u) << "step 6 compiles; step 7 is a steady step";
+  EXPECT_EQ(r.point_steps->first, 7);
+}
+
+// A cut last line gives no value: "loss: 5.9" where every step line before it goes on
+// "lm_loss: ..., perplexity: ..." was cut mid-write; a whole last line without its newline counts.
+TEST(Warmup, ACutLastLineIsLeftOutAWholeOneCounts) {
+  const std::string whole =
+      "completed step: 1, seconds: 0.004, TFLOP/s/device: 0.149, Tokens/s/device: 63147.509, total_weights: "
+      "256, "
+      "loss: 6.015, lm_loss: 6.015, perplexity: 409.336\n"
+      "completed step: 2, seconds: 0.004, TFLOP/s/device: 0.149, Tokens/s/device: 63147.509, total_weights: "
+      "256, "
+      "loss: 5.915, lm_loss: 5.915, perplexity: 370.400\n";
+  const std::string last =
+      "completed step: 3, seconds: 0.004, TFLOP/s/device: 0.149, Tokens/s/device: 63147.509, total_weights: "
+      "256, "
+      "loss: 5.905, lm_loss: 5.905, perplexity: 366.700";
+  const auto cut = cvs_metrics(whole + last.substr(0, last.find("loss: 5.9") + 9), "cvs_cut_");
+  EXPECT_EQ(cut["steps"], 2);
+  EXPECT_DOUBLE_EQ(cut["metrics"]["final_loss"].get<double>(), 5.915);
+  bool said = false;
+  for (const auto& n : cut["notes"])
+    said = said || n.get<std::string>().find("cut mid-write, left out") != std::string::npos;
+  EXPECT_TRUE(said) << cut["notes"].dump();
+  const auto full = cvs_metrics(whole + last, "cvs_whole_");
+  EXPECT_EQ(full["steps"], 3);
+  EXPECT_DOUBLE_EQ(full["metrics"]["final_loss"].get<double>(), 5.905);
+}

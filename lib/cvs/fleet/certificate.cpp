@@ -115,6 +115,7 @@ J phases_json(const PhaseTotals& p) {
   return {{"startup", m(p.startup_s)},
           {"compile", m(p.compile_s)},
           {"training", m(p.training_s)},
+          {"stalls", m(p.stall_s)},
           {"checkpoint", m(p.checkpoint_s)},
           {"teardown", m(p.teardown_s)},
           {"other", m(p.other_s)},
@@ -128,6 +129,7 @@ PhaseTotals phases_from(const JsonIn& in) {
   p.startup_s = in.num("startup") * 60;
   p.compile_s = in.num("compile") * 60;
   p.training_s = in.num("training") * 60;
+  p.stall_s = in.num("stalls", 0.0) * 60;
   p.checkpoint_s = in.num("checkpoint") * 60;
   p.teardown_s = in.num("teardown") * 60;
   p.other_s = in.num("other") * 60;

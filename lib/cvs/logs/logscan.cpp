@@ -185,8 +185,27 @@ void LogScanner::feed(std::string_view data) {
   pending_.assign(data.substr(last_nl + 1));
 }
 
+namespace {
+
+// The "name: value" fields of a step line from its "completed step: " on.
+std::size_t fields_of(std::string_view step_line) {
+  std::size_t n = 0;
+  for (std::size_t at = 0; (at = step_line.find(": ", at)) != std::string_view::npos; at += 2) ++n;
+  return n;
+}
+
+}  // namespace
+
 void LogScanner::finish(bool parse_last_line) {
   if (pending_.empty()) return;
+  // A finished file's last line counts without its newline only when it is whole: a step line
+  // with fewer fields than the ones before it was cut mid-write.
+  if (const auto at = pending_.find("completed step: ");
+      parse_last_line && at != std::string::npos &&
+      fields_of(std::string_view(pending_).substr(at)) < step_fields_) {
+    parse_last_line = false;
+    result_.cut_last_line = pending_.substr(0, 1000);
+  }
   std::string chunk;
   chunk.swap(pending_);
   chunk += '\n';
@@ -270,6 +289,7 @@ void LogScanner::process(std::string_view chunk, bool events) {
 void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t at, long long line_no) {
   if (needle == impl_->p->step_needle) {
     if (auto r = parse_step_line(line.substr(at))) {
+      step_fields_ = fields_of(line.substr(at));
       r->line_no = line_no;
       if (at > 0) r->host = host_of_prefix(line.substr(0, at));
       if (auto t = glog_seconds(line.substr(0, at))) result_.timeline.step(*t, r->seconds);

@@ -34,6 +34,10 @@ struct ScanResult {
   std::optional<double> memory_limit_gb;
   std::map<std::string, std::string> effective_config;  // MaxText's "Config param" lines
   RunTimeline timeline;  // the run's timed lines: its phases (run_timeline.hpp)
+  // A whole file's last line, without its newline, that names fewer fields than the step lines
+  // before it ("... loss: 5.9" where the others go on "lm_loss: ..., perplexity: ..."): cut
+  // mid-write, so left out (its numbers may be cut too); "" when none.
+  std::string cut_last_line;
   long long lines = 0;
   unsigned long long bytes = 0;
   static constexpr std::size_t kMaxErrors = 20;
@@ -92,6 +96,7 @@ class LogScanner {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string pending_;
+  std::size_t step_fields_ = 0;  // the "name: value" fields of the last step line
   ScanResult result_;
   RecordSink* sink_ = nullptr;
 };

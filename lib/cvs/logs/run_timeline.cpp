@@ -139,6 +139,7 @@ std::optional<RunPhases> RunTimeline::phases() const {
   p.cache = cache_;
   p.compile_apart = compile_named_;
   const double end = exited_.value_or(last_at_.value_or(*started_));
+  p.wall_s = end - *started_;
   p.checkpoint_s = ckpt_before_ + ckpt_during_ + ckpt_since_last_step_;
   if (!first_step_at_) {  // no step: all of it start-up (and what JAX said it compiled)
     p.compile_s = compile_before_first_;
@@ -153,21 +154,28 @@ std::optional<RunPhases> RunTimeline::phases() const {
   return p;
 }
 
+void RunPhases::carve_stalls(double seconds) {
+  stall_s = std::clamp(seconds, 0.0, training_s);
+  training_s -= stall_s;
+}
+
 std::string RunPhases::words() const {
   const char* cached = !cache.train_step_hit   ? ""
                        : *cache.train_step_hit ? " (the train step from the compile cache)"
                                                : " (the train step compiled, not in the cache)";
   return fmt::format(
-      "start-up {:.1f} s, compile {:.1f} s{}{}, training {:.1f} s, checkpoint I/O {:.1f} s, teardown {:.1f} "
+      "start-up {:.1f} s, compile {:.1f} s{}{}, training {:.1f} s{}, checkpoint I/O {:.1f} s, teardown "
+      "{:.1f} "
       "s",
       startup_s, compile_s, compile_apart ? "" : " (JAX named no compile: in start-up)", cached, training_s,
-      checkpoint_s, teardown_s);
+      stall_s > 0 ? fmt::format(", stalls {:.1f} s", stall_s) : "", checkpoint_s, teardown_s);
 }
 
 void PhaseTotals::add(const RunPhases& p) {
   startup_s += p.startup_s;
   compile_s += p.compile_s;
   training_s += p.training_s;
+  stall_s += p.stall_s;
   checkpoint_s += p.checkpoint_s;
   teardown_s += p.teardown_s;
   ++runs;
@@ -178,6 +186,7 @@ void PhaseTotals::add(const PhaseTotals& t, double nodes) {
   startup_s += t.startup_s * nodes;
   compile_s += t.compile_s * nodes;
   training_s += t.training_s * nodes;
+  stall_s += t.stall_s * nodes;
   checkpoint_s += t.checkpoint_s * nodes;
   teardown_s += t.teardown_s * nodes;
   other_s += t.other_s * nodes;

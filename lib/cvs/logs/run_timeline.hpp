@@ -46,11 +46,17 @@ struct CompileCacheUse {
 
 struct RunPhases {
   double startup_s = 0, compile_s = 0, training_s = 0, checkpoint_s = 0, teardown_s = 0;
+  // The stalls' time over a normal step (statistics/metrics.hpp Stall), carved out of training_s
+  // once the run's metrics named them; wall_s: the run on the node's clock, started to exited, which
+  // the phases sum to.
+  double stall_s = 0, wall_s = 0;
   // JAX named its compiles (the compiler's debug lines): without them compile_s is 0 and the
   // compile is in startup_s.
   bool compile_apart = false;
   CompileCacheUse cache;
-  double total() const { return startup_s + compile_s + training_s + checkpoint_s + teardown_s; }
+  double total() const { return startup_s + compile_s + training_s + stall_s + checkpoint_s + teardown_s; }
+  // The stalls' seconds moved from training_s to stall_s (at most all of it).
+  void carve_stalls(double seconds);
   // "start-up 4.5 s, compile 0.4 s (the train step from the compile cache), training 1.0 s,
   // checkpoint I/O 0.0 s, teardown 0.9 s"
   std::string words() const;
@@ -61,13 +67,16 @@ struct RunPhases {
 // controller between runs).
 struct PhaseTotals {
   double startup_s = 0, compile_s = 0, training_s = 0, checkpoint_s = 0, teardown_s = 0, other_s = 0;
+  double stall_s = 0;             // the stalls' time (not training)
   int runs = 0;                   // runs with phases
   int train_step_from_cache = 0;  // of them, those whose train step's compile came from the cache
   void add(const RunPhases& p);
   void add(const PhaseTotals& t, double nodes);  // t's figures times `nodes`
   // other_s: what of the runs' `wall_s` the phases leave out (never below 0).
   void set_other(double wall_s) { other_s = std::max(0.0, wall_s - (total_s() - other_s)); }
-  double total_s() const { return startup_s + compile_s + training_s + checkpoint_s + teardown_s + other_s; }
+  double total_s() const {
+    return startup_s + compile_s + training_s + stall_s + checkpoint_s + teardown_s + other_s;
+  }
   double training_share() const { return total_s() > 0 ? training_s / total_s() : 0; }
   // "training 31 %, start-up 40 %, compile 12 %, checkpoint I/O 2 %, teardown 8 %, other 7 %; the
   // train step from the compile cache in 3 of 5 runs"

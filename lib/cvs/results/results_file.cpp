@@ -45,12 +45,12 @@ constexpr auto kNodeRunFields = std::make_tuple(
     optional_field("remote_log", &NodeRunRecord::remote_log), optional_field("log", &NodeRunRecord::log),
     field("last_step", &NodeRunRecord::last_step), optional_field("errors", &NodeRunRecord::errors));
 
-constexpr auto kPhaseFields = std::make_tuple(optional_field("startup_s", &RunPhases::startup_s),
-                                              optional_field("compile_s", &RunPhases::compile_s),
-                                              optional_field("training_s", &RunPhases::training_s),
-                                              optional_field("checkpoint_s", &RunPhases::checkpoint_s),
-                                              optional_field("teardown_s", &RunPhases::teardown_s),
-                                              optional_field("compile_apart", &RunPhases::compile_apart));
+constexpr auto kPhaseFields = std::make_tuple(
+    optional_field("startup_s", &RunPhases::startup_s), optional_field("compile_s", &RunPhases::compile_s),
+    optional_field("training_s", &RunPhases::training_s), optional_field("stall_s", &RunPhases::stall_s),
+    optional_field("wall_s", &RunPhases::wall_s), optional_field("checkpoint_s", &RunPhases::checkpoint_s),
+    optional_field("teardown_s", &RunPhases::teardown_s),
+    optional_field("compile_apart", &RunPhases::compile_apart));
 constexpr auto kCompileCacheFields = std::make_tuple(
     optional_field("hits", &CompileCacheUse::hits), optional_field("misses", &CompileCacheUse::misses),
     field("train_step_hit", &CompileCacheUse::train_step_hit));

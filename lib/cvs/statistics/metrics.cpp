@@ -229,6 +229,9 @@ std::optional<double> StepSeries::reference_seconds() const {
     if (is_timed(queue_[k].r) && !queue_[k].warmup) ref.push_back(*queue_[k].r.seconds);
   for (std::size_t k = recent_kept_.size(); k > 0 && ref.size() < kLookahead; --k)
     ref.push_back(recent_kept_[k - 1]);
+  // A short log's first record: the other warm-up candidates after it complete its reference.
+  for (std::size_t k = 0; k < queue_.size() && ref.size() < 2; ++k)
+    if (is_timed(queue_[k].r) && queue_[k].warmup) ref.push_back(*queue_[k].r.seconds);
   if (ref.size() < 2) return std::nullopt;
   return percentile_in_place(ref, 50);
 }
@@ -320,6 +323,16 @@ void StepSeries::judge_front() {
   queue_.erase(queue_.begin());
   const StepRecord& r = q.r;
   const bool timed = is_timed(r);
+  // A warm-up candidate (the run's first kWarmupSteps step numbers) of a run that does not start at
+  // step 0 (MaxText's compile step) that is evidently a steady step, within kSteadyWarmup of the
+  // records after it, is one: a log cut from mid-run, or lines numbered from 1, keep their first
+  // records; a compile-long or dispatch-short one is dropped.
+  if (q.warmup && timed && warmup_end_step_ != static_cast<long long>(kWarmupSteps))
+    if (const auto ref = reference_seconds();
+        ref && *ref > 0 && *r.seconds <= kSteadyWarmup * *ref && *r.seconds * kSteadyWarmup >= *ref) {
+      q.warmup = false;
+      ++warmup_kept_;
+    }
   const bool speed = !q.warmup && !r.rampup && !r.profiler_boundary && r.seconds.has_value();
   if (timed && !q.warmup) judged_seconds_ += *r.seconds;
   if (timed) {
@@ -423,7 +436,7 @@ void StepSeries::add_convergence(const StepRecord& r) {
 // The records left out of the speed figures, into the run's figures and notes: the first
 // kNamedExclusions one by one, the rest counted by rule.
 void StepSeries::exclusion_notes(RunMetrics& m) {
-  m.warmup_dropped = std::min(kWarmupSteps, records_) + async_total_;
+  m.warmup_dropped = std::min(kWarmupSteps, records_) - std::min(warmup_kept_, kWarmupSteps) + async_total_;
   m.async_dropped_steps = async_dropped_;
   m.excluded = excluded_;
   for (auto& n : async_notes_) m.notes.push_back(std::move(n));

@@ -17,9 +17,10 @@
 
 namespace cvs {
 
-// Records dropped from the front of a run before any throughput/step-time statistic: the first
-// step includes compilation and the second is often unrealistically short. Dropped by position,
-// not by step number, so a run resumed from a checkpoint at step 6 drops its steps 6 and 7.
+// The warm-up: a run's first kWarmupSteps step numbers. A run that starts at step 0 drops steps 0
+// (it compiles) and 1 (often irregular); any other (a run resumed from a checkpoint at step 6, a
+// log cut from mid-run, lines numbered from 1) drops each of its first two only when it is
+// evidently not a steady step, outside StepSeries::kSteadyWarmup of the records after it.
 inline constexpr std::size_t kWarmupSteps = 2;
 
 struct MetricsContext {
@@ -163,6 +164,9 @@ class StepSeries {
   // one of the records that are not (ExcludedBecause), by the median of the records around it.
   static constexpr std::size_t kAsyncCandidates = 2, kLookahead = 5;
   static constexpr double kDispatchRatio = 0.2;
+  // A warm-up candidate within this factor of the records after it (either way) is a steady step.
+  static constexpr double kSteadyWarmup = 1.2;
+  std::size_t warmup_kept_ = 0;
   struct Queued {
     StepRecord r;
     bool warmup = false;
