@@ -120,7 +120,7 @@ ParsedArgs parse_suite_options(CLI::App& app, fixtures::SuiteOptions& opts, repo
 // the infrastructure kept a stage from deciding (ERROR); gtest's own code when nothing was written.
 int exit_code(std::optional<Outcome> status, int gtest_rc) {
   if (!status) return gtest_rc;
-  if (*status == Outcome::Pass) return 0;
+  if (*status == Outcome::Pass) return kExitOk;
   if (*status == Outcome::Error) return kExitInfra;
   return kExitFail;
 }

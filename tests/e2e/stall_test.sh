@@ -87,7 +87,7 @@ def sweep(name):
 def evals(s):
     return {e["metric"]: e for e in s["evaluations"]}
 steady, stalled = sweep("steady"), sweep("stalled")
-assert steady["metrics"]["stall_count"] == 0, steady["metrics"]
+assert steady["metrics"]["stalled_steps"] == 0, steady["metrics"]
 assert evals(steady)["training.time_lost_pct"]["outcome"] == "PASS", evals(steady)["training.time_lost_pct"]
 lost = evals(stalled)["training.time_lost_pct"]
 assert lost["outcome"] == "FAIL", lost

@@ -12,8 +12,10 @@
 #include <fstream>
 #include <future>
 #include <random>
+#include <set>
 #include <thread>
 
+#include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/history/openmetrics.hpp"
 #include "cvs/history/store.hpp"
 #include "cvs/history/trend.hpp"
@@ -237,6 +239,19 @@ TEST(HistoryOpenMetrics, NamesInBaseUnitsLabelsEscapedAndAnEof) {
       << text.substr(0, 400);
   EXPECT_NE(text.find("sweep=\"BS=2,PRECISION=BF16,SL=128\""), std::string::npos);
   EXPECT_EQ(text.substr(text.size() - 6), "# EOF\n");
+}
+
+// Every catalog figure exported as a gauge: none may end in a suffix Prometheus keeps for counters,
+// histograms and summaries (promtool refused cvs_maxtext_stall_count in CI), nor repeat a name.
+TEST(HistoryOpenMetrics, NoCatalogFigureTakesASuffixPrometheusReserves) {
+  std::set<std::string> seen;
+  for (const auto& spec : cvs::metric_catalog()) {
+    const std::string name = cvs::history::prometheus_name(std::string(spec.name)).first;
+    for (const std::string_view reserved : {"_count", "_sum", "_bucket", "_total", "_created", "_info"})
+      EXPECT_FALSE(name.size() > reserved.size() && name.ends_with(reserved)) << spec.name << " -> " << name;
+    EXPECT_TRUE(seen.insert(name).second) << name;
+  }
+  EXPECT_EQ(seen.size(), cvs::kMetricCount);
 }
 
 // A results.json with one field mangled, under any name: the results reader's error with its JSON

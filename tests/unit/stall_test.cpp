@@ -1,6 +1,6 @@
 // Stalls (#57): a step far above the steps around it that nothing in the log explains is an event,
 // named with its step, its seconds and what it cost, left out of the steady figures and counted in
-// stall_count, stall_seconds and time_lost_pct; through compute_metrics and `cvs metrics` alike.
+// stalled_steps, stall_seconds and time_lost_pct; through compute_metrics and `cvs metrics` alike.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -61,7 +61,7 @@ nlohmann::json cvs_metrics(const std::string& log, const std::string& name) {
 
 TEST(Stalls, TwoHundredfoldStepsAreNamedCountedAndLeftOutOfTheSteadyFigures) {
   const auto m = cvs::compute_metrics(steps_of(two_stalls_log()), {}, {});
-  EXPECT_EQ(*m.get(cvs::Metric::StallCount), 2);
+  EXPECT_EQ(*m.get(cvs::Metric::StalledSteps), 2);
   ASSERT_EQ(m.stalls.size(), 2u);
   EXPECT_EQ(m.stalls[0].step, 20);
   EXPECT_EQ(m.stalls[1].step, 35);
@@ -82,7 +82,7 @@ TEST(Stalls, TwoHundredfoldStepsAreNamedCountedAndLeftOutOfTheSteadyFigures) {
 TEST(Stalls, CvsMetricsGivesTheOrdinaryStepsFigureAndNamesTheStalls) {
   const auto out = cvs_metrics(two_stalls_log(), "cvs_stalls_");
   EXPECT_NEAR(out["metrics"]["tflops_per_sec_per_gpu"].get<double>(), 100.0, 1.0);
-  EXPECT_EQ(out["metrics"]["stall_count"], 2);
+  EXPECT_EQ(out["metrics"]["stalled_steps"], 2);
   EXPECT_NEAR(out["metrics"]["stall_seconds"].get<double>(), 198.0, 0.1);
   EXPECT_NEAR(out["metrics"]["time_lost_pct"].get<double>(), 80.5, 0.1);
   ASSERT_EQ(out["stalls"].size(), 2u);
@@ -94,14 +94,14 @@ TEST(Stalls, CvsMetricsGivesTheOrdinaryStepsFigureAndNamesTheStalls) {
 // What the log explains is not a stall: an eval after step 34 (step 35's time holds it).
 TEST(Stalls, AStepTheLogExplainsIsNoStall) {
   const auto m = cvs::compute_metrics(steps_of(two_stalls_log()), {{34, 4.0}}, {});
-  EXPECT_EQ(*m.get(cvs::Metric::StallCount), 1);
+  EXPECT_EQ(*m.get(cvs::Metric::StalledSteps), 1);
   ASSERT_EQ(m.stalls.size(), 1u);
   EXPECT_EQ(m.stalls[0].step, 20);
   // And a run without one has figures of none, so a gate on them passes.
   std::string quiet;
   for (long long n = 0; n < 30; ++n) quiet += step_line(n, n == 0 ? 30 : 1.0, 5);
   const auto q = cvs::compute_metrics(steps_of(quiet), {}, {});
-  EXPECT_EQ(*q.get(cvs::Metric::StallCount), 0);
+  EXPECT_EQ(*q.get(cvs::Metric::StalledSteps), 0);
   EXPECT_EQ(*q.get(cvs::Metric::TimeLostPct), 0);
   EXPECT_TRUE(q.stall_summary.empty());
 }
@@ -111,7 +111,7 @@ TEST(Stalls, TheFactorIsStatisticsStallFactor) {
   cvs::MetricsContext ctx;
   ctx.stall_factor = 150;
   const auto m = cvs::compute_metrics(steps_of(two_stalls_log()), {}, ctx);
-  EXPECT_EQ(*m.get(cvs::Metric::StallCount), 0);
+  EXPECT_EQ(*m.get(cvs::Metric::StalledSteps), 0);
   auto c = cvs::test::spec_example_untagged();
   c["statistics"] = {{"stall_factor", 1.2}};
   EXPECT_TRUE(cvs::test::has_issue(cvs::test::issues_of(c), "/statistics/stall_factor", "not above 1.5"));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cvs/base/exit_codes.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/logs/gpu_processes.hpp"
 #include "cvs/probe/gpu_probe.hpp"
@@ -56,6 +57,6 @@ int main(int argc, char** argv) {
   j["hip_runtime"] = cvs::hip_available();
   j["hip_runtime_library"] = cvs::hip_runtime_name();
   std::cout << j.dump(2) << "\n";
-  if (p.no_gpu()) return 3;
-  return (p.sanity_kernel_ok && !*p.sanity_kernel_ok) ? 1 : 0;
+  if (p.no_gpu()) return cvs::kExitInfra;
+  return (p.sanity_kernel_ok && !*p.sanity_kernel_ok) ? cvs::kExitFail : cvs::kExitOk;
 }

@@ -44,7 +44,7 @@ const std::vector<MetricSpec>& metric_catalog() {
        3, false},
       // Stalls (statistics/metrics.hpp Stall): how many, the seconds they cost over a normal step,
       // and that as a share of the steps' time. Events, not speed: no calibration needed.
-      {M::StallCount, "stall_count", "", B::Lower, G::TestMetric, false, false, 0, false},
+      {M::StalledSteps, "stalled_steps", "", B::Lower, G::TestMetric, false, false, 0, false},
       {M::StallSeconds, "stall_seconds", "s", B::Lower, G::TestMetric, false, false, 3, false},
       {M::TimeLostPct, "time_lost_pct", "%", B::Lower, G::TestMetric, false, false, 2, false},
   };

@@ -37,7 +37,7 @@ enum class Metric : std::uint8_t {
   PeakMemoryGb,
   CheckpointSaveSeconds,
   CheckpointLoadSeconds,
-  StallCount,
+  StalledSteps,
   StallSeconds,
   TimeLostPct,
 };

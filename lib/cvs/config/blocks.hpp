@@ -115,7 +115,7 @@ struct Statistics {
   double calibration_min_slack_pct = 5.0;
   // A step over this many times the median of the steps around it, with no eval, checkpoint save
   // or profiler window in the log to explain it, is a stall (statistics/metrics.hpp Stall): named,
-  // left out of the speed figures, counted in stall_count, stall_seconds and time_lost_pct.
+  // left out of the speed figures, counted in stalled_steps, stall_seconds and time_lost_pct.
   double stall_factor = 5.0;
   // extend: the most steps a sweep of `steps` configured steps may run (extend_max_steps, or 4x):
   // the one rule the early stopper and certify's plan both read.

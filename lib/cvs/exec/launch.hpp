@@ -176,7 +176,7 @@ class Launcher {
   std::string run_dir(const std::string& run_name) const;
 
  private:
-  class RunMonitor;  // one run: its nodes' trackers, streams and verdict (launch.cpp)
+  class RunMonitor;  // one run: its nodes' trackers, streams and verdict (run_monitor.cpp)
 
   // Container runtimes: remove a container of the configured name that an earlier session left
   // (or refuse: not ours, or in use), launch on every node, then check what reached it.

@@ -1,6 +1,7 @@
 #include "cvs/fleet/certificate.hpp"
 
 #include "cvs/base/enum_names.hpp"
+#include "cvs/base/exit_codes.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/json_fields.hpp"
 #include "cvs/config/json_in.hpp"
@@ -327,11 +328,11 @@ void decide(Certificate& c) {
 int exit_code(const Certificate& c) {
   switch (c.verdict) {
     case Verdict::Certified:
-      return 0;
+      return kExitOk;
     case Verdict::Error:
-      return 3;
+      return kExitInfra;
     default:
-      return 1;
+      return kExitFail;
   }
 }
 

@@ -1,4 +1,5 @@
 #include "cvs/logs/gpu_processes.hpp"
+#include "cvs/base/text.hpp"
 
 #include <fmt/format.h>
 
@@ -9,12 +10,6 @@
 
 namespace cvs {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 std::vector<std::string_view> fields(std::string_view line) {
   std::vector<std::string_view> out;

@@ -1,4 +1,5 @@
 #include "cvs/logs/telemetry.hpp"
+#include "cvs/base/text.hpp"
 
 #include "cvs/base/enum_names.hpp"
 
@@ -226,12 +227,7 @@ std::optional<GpuSample> parse_nvidia_smi_row(std::string_view csv) {
     s.power_limit_w = num(f[14]);
     s.power_default_limit_w = num(f[15]);
   }
-  auto text = [&](std::size_t i) {
-    auto u = f[i];
-    while (!u.empty() && u.front() == ' ') u.remove_prefix(1);
-    while (!u.empty() && (u.back() == ' ' || u.back() == '\r')) u.remove_suffix(1);
-    return u;
-  };
+  auto text = [&](std::size_t i) { return trim(f[i]); };
   if (f.size() >= 17) s.uuid = std::string(text(16));
   if (f.size() >= 19) {  // samplers before the bus id and page retirement were queried sent 17
     s.bus_id = normalize_bus_id(text(17));
@@ -325,8 +321,7 @@ std::optional<HostSample> read_sample(std::string_view rest) {
 
 // nvidia-smi prints a count, or Yes / No, by version.
 std::optional<double> count_or_flag(std::string_view v) {
-  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\r')) v.remove_suffix(1);
+  v = trim(v);
   if (v == "Yes") return 1.0;
   if (v == "No") return 0.0;
   return num(v);

@@ -1,4 +1,5 @@
 #include "cvs/probe/gpu_probe.hpp"
+#include "cvs/base/text.hpp"
 
 #include "cvs/catalog/gpu_catalog.hpp"
 #include "cvs/logs/amd_smi.hpp"
@@ -47,12 +48,6 @@ std::optional<double> size_gb(const J& v) {
   if (unit == "KB") return value / 1e6;
   if (unit == "GB") return value;
   return value / 1e3;  // MB
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.erase(0, 1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\n')) s.pop_back();
-  return s;
 }
 
 }  // namespace
@@ -136,7 +131,7 @@ GpuProbe parse_nvidia_smi_csv(const std::string& text) {
     if (trim(line).empty()) continue;
     std::vector<std::string> f;
     std::stringstream ss(line);
-    for (std::string x; std::getline(ss, x, ',');) f.push_back(trim(x));
+    for (std::string x; std::getline(ss, x, ',');) f.emplace_back(trim(x));
     if (f.size() < 4) {
       p.error = "unexpected nvidia-smi line: " + line;
       continue;

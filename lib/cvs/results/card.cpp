@@ -47,16 +47,25 @@ J topology(const Results& results, const SweepRecord* sweep) {
   t["gpus_per_node"] = std::to_string(gpn);
   t["nodes"] = std::to_string(nodes);
   const J par = sweep ? sweep->parallelism : J::object();
-  // The cards' topology keys from MaxText's mesh: each is ici_X x dcn_X (a -1 "fill the rest"
-  // axis or an absent one counts 1). MaxText's own keys stay beside them.
+  // The cards' topology keys from the mesh that ran (config/mesh's plan, a -1 filled as MaxText
+  // fills it): each is its ici axis x its dcn axis. A record older than the plan: MaxText's keys, a
+  // -1 or absent axis counted 1. MaxText's own keys stay beside them.
+  const bool planned = sweep && (!sweep->mesh_ici.empty() || !sweep->mesh_dcn.empty());
   for (const auto& [card_key, axis] :
        {std::pair{"tensor_parallel", "tensor"}, std::pair{"pipeline_parallel", "pipeline"},
         std::pair{"context_parallel", "context"}, std::pair{"expert_parallel", "expert"}}) {
     long long product = 1;
-    for (const char* level : {"ici_", "dcn_"}) {
-      const auto it = par.find(std::string(level) + axis + "_parallelism");
-      if (it != par.end() && it->is_number_integer() && it->get<long long>() > 0)
-        product *= it->get<long long>();
+    if (planned) {
+      for (const auto& [prefix, level] :
+           {std::pair{"ici_", &sweep->mesh_ici}, std::pair{"dcn_", &sweep->mesh_dcn}})
+        if (const auto it = level->find(std::string(prefix) + axis + "_parallelism"); it != level->end())
+          product *= it->second;
+    } else {
+      for (const char* level : {"ici_", "dcn_"}) {
+        const auto it = par.find(std::string(level) + axis + "_parallelism");
+        if (it != par.end() && it->is_number_integer() && it->get<long long>() > 0)
+          product *= it->get<long long>();
+      }
     }
     t[card_key] = std::to_string(product);
   }

@@ -138,6 +138,8 @@ J sweep_json(const SweepRecord& s) {
   sj["gpus_per_node"] = s.gpus_per_node;
   sj["parallelism"] = s.parallelism;
   if (!s.mesh.empty()) sj["mesh"] = s.mesh;
+  if (!s.mesh_ici.empty() || !s.mesh_dcn.empty())
+    sj["mesh_axes"] = {{"ici", s.mesh_ici}, {"dcn", s.mesh_dcn}};
   sj["run"] = run_json(s.run);
   if (s.early_stop) sj["early_stop"] = early_stop_json(*s.early_stop);
   sj["metrics_error"] = s.metrics_error;
@@ -339,6 +341,14 @@ void read_sweep_run(const In& in, SweepRecord& s) {
   s.gpus_per_node = in.integer<int>("gpus_per_node", 1);
   if (in.has("parallelism")) s.parallelism = in.at("parallelism");
   s.mesh = in.str("mesh");
+  if (in.has("mesh_axes")) {
+    const auto axes = in.object("mesh_axes");
+    for (const auto& [level, out] : {std::pair{"ici", &s.mesh_ici}, std::pair{"dcn", &s.mesh_dcn}})
+      if (axes.has(level)) {
+        const auto o = axes.object(level);
+        for (const auto& [k, v] : axes.at(level).items()) (*out)[k] = o.integer<long long>(k.c_str());
+      }
+  }
   if (in.has("run")) s.run = read_run(in.object("run"));
   if (in.has("early_stop")) {
     read_fields(in.object("early_stop"), s.early_stop.emplace(), kEarlyStopFields);

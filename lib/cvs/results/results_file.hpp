@@ -133,6 +133,10 @@ struct SweepRecord {
   int gpus_per_node = 0;
   nlohmann::ordered_json parallelism = nlohmann::ordered_json::object();  // MaxText's ici_/dcn_ keys
   std::string mesh;  // the mesh they resolve to on the run's devices (config/mesh: MeshPlan::describe)
+  // That mesh's axes other than 1 by MaxText's key (ici_fsdp_parallelism), a -1 filled as MaxText
+  // fills it (config/mesh: MeshPlan): what a card states the parallelism from. Empty in an older
+  // record.
+  std::map<std::string, long long> mesh_ici, mesh_dcn;
   RunRecord run;
   std::optional<EarlyStopRecord> early_stop;
   std::string metrics_error;

@@ -606,7 +606,7 @@ RunMetrics StepSeries::finish() {
 // it cost over the steps around it; none is a figure too (0), once the run has steps to judge.
 void StepSeries::stall_metrics(RunMetrics& m) {
   if (judged_seconds_ <= 0) return;
-  m.values.set(Metric::StallCount, static_cast<double>(stall_count_));
+  m.values.set(Metric::StalledSteps, static_cast<double>(stall_count_));
   m.values.set(Metric::StallSeconds, stall_lost_);
   m.values.set(Metric::TimeLostPct, 100 * stall_lost_ / judged_seconds_);
   m.stalls = stalls_;
