@@ -245,6 +245,37 @@ TEST_F(LauncherE2E, AKilledNodeIsDetectedAndTheOthersStopped) {
   EXPECT_TRUE(session_gone(root / "LOGS/jaxmaxtext/kill/node-0/pid")) << "the surviving node was stopped";
 }
 
+// The warm trainer SIGKILLed while a sweep trains (the OOM killer picks the process that holds
+// MaxText imported): the training it forked runs on to its last step, and the run is the
+// infrastructure's failure naming the trainer's end and the training's own exit code, not a
+// "training exited with code 1" (issue #56).
+TEST_F(LauncherE2E, AWarmTrainerKilledMidRunIsTheInfrastructuresFailureWithTheTrainingsOwnCode) {
+  auto c = config(base);
+  auto cl = cvs::default_cluster();
+  cvs::Launcher l(c, cl, fast());
+  ASSERT_TRUE(l.setup().empty());
+  const fs::path warm = root / "LOGS/jaxmaxtext/orphan/node-0/pid.warm";
+  bool killed = false;
+  auto o = l.run(request(c, "orphan", 30), [&](const cvs::Progress& p) {
+    if (killed || p.step < 2) return;
+    std::string pid;
+    std::ifstream(warm) >> pid;
+    if (!pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos)
+      killed = cvs::run_one({{"sh", "-c", "kill -KILL \"$(ps -o ppid= -p \"$1\")\"", "kill", pid},
+                             std::chrono::seconds(5),
+                             ""})
+                   .ok();
+  });
+  ASSERT_TRUE(killed);
+  EXPECT_FALSE(o.ok);
+  EXPECT_TRUE(o.infrastructure) << o.failure;
+  EXPECT_NE(o.failure.find("the warm trainer ended while the training ran"), std::string::npos) << o.failure;
+  EXPECT_NE(o.failure.find("the training itself exited with code 0"), std::string::npos) << o.failure;
+  EXPECT_EQ(o.failure.find("training exited with code"), std::string::npos) << o.failure;
+  ASSERT_FALSE(o.nodes[0].scan.steps.empty());
+  EXPECT_EQ(o.nodes[0].scan.steps.back().step, 29) << "the orphaned training ran to its last step";
+}
+
 TEST_F(LauncherE2E, ADroppedLogStreamIsRestartedFromItsByteAndTheRunCompletes) {
   // As when an ssh connection drops: the node's stream dies, the training does not. The stream
   // is restarted from the byte the suite reached; the copy of the log has no gap and no repeat.

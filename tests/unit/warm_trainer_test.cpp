@@ -38,6 +38,9 @@ def main():
         time.sleep(300)
     if mode == "sleep-default":
         time.sleep(300)
+    if mode == "nap":
+        time.sleep(float(sys.argv[2]))
+        sys.exit(int(sys.argv[3]))
     if mode == "burn":
         while time.process_time() < 1.0:
             pass
@@ -221,6 +224,30 @@ TEST_F(WarmTrainer, SignalsArePassedOnAStopEndsTheTrainingAndAKilledStandInTakes
   ASSERT_TRUE(run({"sh", "-c", "kill -KILL \"-$(cat \"$1\")\"", "kill", (dir / "kill/pid").string()}).ok());
   EXPECT_TRUE(gone(k)) << "the forked training outlived its killed stand-in";
   EXPECT_FALSE(fs::exists(dir / "kill/exit_code")) << "killed: no exit code";
+}
+
+// The trainer killed while a training runs (as the OOM killer would pick it: it holds MaxText
+// imported): the training runs on to its end, leaves its exit code, and its warm start exits
+// kExitWarmTrainerEnded after one line that says so with that code (run_monitor makes it the
+// infrastructure's ERROR); the next training starts cold.
+TEST_F(WarmTrainer, ATrainerKilledMidTrainingLeavesTheTrainingsOwnCodeAndSaysSoOnce) {
+  start_trainer();
+  start("nap", {"nap", "1.5", "3"});
+  const long t = warm_pid("nap");
+  ASSERT_GT(t, 0);
+  // The trainer alone: the training's parent (its session holds the training too).
+  ASSERT_TRUE(run({"sh", "-c", "kill -KILL \"$(ps -o ppid= -p \"$1\")\"", "kill", std::to_string(t)}).ok());
+  EXPECT_EQ(exit_code("nap"), std::to_string(cvs::agent::kExitWarmTrainerEnded)) << log("nap");
+  const auto text = log("nap");
+  const std::string said = std::string(cvs::agent::kWarmTrainerEndedLine) + " (process " + std::to_string(t) +
+                           "); the training itself exited with code 3\n";
+  EXPECT_NE(text.find(said), std::string::npos) << text;
+  EXPECT_EQ(text.find("cvs-warm: the warm trainer ended", text.find(said) + 1), std::string::npos)
+      << "said once: " << text;
+  start("after", {"exit", "4"});
+  EXPECT_EQ(exit_code("after"), "4");
+  EXPECT_NE(log("after").find("cvs-warm: cold start: the warm trainer is not running"), std::string::npos)
+      << log("after");
 }
 
 TEST_F(WarmTrainer, ARequestItCannotServeStartsColdAndSaysWhy) {

@@ -9,6 +9,7 @@
 #include "cvs/base/sha256.hpp"
 #include "cvs/config/cluster.hpp"
 #include "cvs/exec/launch.hpp"
+#include "cvs/exec/node_agent.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
 
@@ -24,7 +25,7 @@ ProcessRunner::ProcessRunner(const Cluster& cluster) : cluster_(cluster) {
 }
 
 void ProcessRunner::on_scope(const std::vector<std::filesystem::path>& configs,
-                             const std::function<void(Launcher&)>& fn, const char* failed) {
+                             const std::function<void(Launcher&)>& fn, const std::string& failed) {
   if (cluster_.is_slurm()) return;  // none started: each training is a step of its own
   for (const auto& file : configs) {
     if (file.empty()) continue;
@@ -53,7 +54,7 @@ void ProcessRunner::await_warm_scope(const std::vector<std::filesystem::path>& c
 void ProcessRunner::end_warm_scope(const std::vector<std::filesystem::path>& configs) {
   on_scope(
       configs, [](Launcher& launcher) { launcher.stop_warm_scope(); },
-      "not stopped: they end when idle 15 min");
+      "not stopped: they end when idle " + std::to_string(agent::kWarmTrainerIdleSeconds / 60) + " min");
 }
 
 std::vector<FleetNode> ProcessRunner::each(const fleet::NodeRuns& spec, const std::vector<Node>& nodes) {

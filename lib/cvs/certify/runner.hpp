@@ -65,7 +65,7 @@ class ProcessRunner final : public SuiteRunner {
   // fn on a launcher of each config (not empty) with this certification's scope; a config that
   // does not load is logged as a warning with `failed` (what then happens).
   void on_scope(const std::vector<std::filesystem::path>& configs, const std::function<void(Launcher&)>& fn,
-                const char* failed);
+                const std::string& failed);
   const Cluster& cluster_;
   std::string scope_;  // cert-<16 hex: this host, pid and time>
 };

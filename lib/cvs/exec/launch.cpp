@@ -369,9 +369,11 @@ void Launcher::start_warm_trainers() {
   for (std::size_t r = 0; r < warm.size(); ++r) {
     warm[r] = warm_trainer_of(r, tag, scoped);
     const std::string dir = fs::path(warm[r].pid_file).parent_path().string();
-    auto [argv, env] = placement_->training(
-        r, agent::warm_trainer(python, warm[r].name, train_script_, 900, per_training_env_keys()),
-        node_env(r));
+    auto [argv, env] =
+        placement_->training(r,
+                             agent::warm_trainer(python, warm[r].name, train_script_,
+                                                 agent::kWarmTrainerIdleSeconds, per_training_env_keys()),
+                             node_env(r));
     auto start =
         agent::start_detached(dir + "/trainer-" + tag + ".log", dir + "/exit_code", warm[r].pid_file, argv);
     per_node[r] =
@@ -387,7 +389,7 @@ void Launcher::start_warm_trainers() {
       continue;
     }
     all = false;
-    if (rs[r].exit_code == 19) {
+    if (rs[r].exit_code == agent::kExitNotWarmCapable) {
       warm_words_ = "off (" + cluster_.nodes[r].name + ": " + python + " is not a Python 3.9+)";
       spdlog::info("{}: {} is not a Python 3.9+: every training starts cold", cluster_.nodes[r].name, python);
       continue;

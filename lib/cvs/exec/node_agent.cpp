@@ -89,11 +89,14 @@ std::vector<std::string> unless_running(const std::string& pid_file, const std::
 }
 
 std::vector<std::string> if_warm_capable(const std::string& python, const std::vector<std::string>& argv) {
-  std::vector<std::string> v = {"sh", "-c",
+  std::vector<std::string> v = {"sh",
+                                "-c",
                                 "\"$1\" -I -S -c 'import socket, sys; sys.exit(not hasattr(socket, "
                                 "\"send_fds\"))' </dev/null >/dev/null 2>&1 "
-                                "|| exit 19; shift; exec \"$@\"",
-                                "cvs-warm-check", python};
+                                "|| exit \"$2\"; shift 2; exec \"$@\"",
+                                "cvs-warm-check",
+                                python,
+                                std::to_string(kExitNotWarmCapable)};
   v.insert(v.end(), argv.begin(), argv.end());
   return v;
 }
@@ -101,8 +104,17 @@ std::vector<std::string> if_warm_capable(const std::string& python, const std::v
 std::vector<std::string> warm_start(const std::string& python, const std::string& name,
                                     const std::string& trainer_pid_file, const std::string& pid_out,
                                     const std::vector<std::string>& argv) {
-  std::vector<std::string> v = {python,           "-I",    "-S", "-c", scripts::warm_start, name,
-                                trainer_pid_file, pid_out, "--"};
+  std::vector<std::string> v = {python,
+                                "-I",
+                                "-S",
+                                "-c",
+                                scripts::warm_start,
+                                name,
+                                trainer_pid_file,
+                                pid_out,
+                                std::to_string(kExitWarmTrainerEnded),
+                                kWarmTrainerEndedLine,
+                                "--"};
   v.insert(v.end(), argv.begin(), argv.end());
   return v;
 }

@@ -9,6 +9,19 @@
 
 namespace cvs::agent {
 
+// The warm trainer's numbers, defined here alone: its programs (warm_trainer.py, warm_start.py)
+// take them as arguments. A trainer ends after kWarmTrainerIdleSeconds without a training (a
+// certification's scope outlives its sessions by that much at most). if_warm_capable exits
+// kExitNotWarmCapable for a python that cannot serve; a warm start exits kExitWarmTrainerEnded
+// when the trainer ended while its training ran (the trainer killed: the OOM killer picks the
+// process that holds MaxText imported), after a line that says so and the training's own exit
+// code (75: sysexits' EX_TEMPFAIL, the infrastructure's, never MaxText's).
+inline constexpr int kWarmTrainerIdleSeconds = 900;
+inline constexpr int kExitNotWarmCapable = 19;
+inline constexpr int kExitWarmTrainerEnded = 75;
+inline constexpr const char* kWarmTrainerEndedLine =
+    "cvs-warm: the warm trainer ended while the training ran";
+
 // Writes `content` to `path` (creating its directory). Fails if the file exists unless overwrite.
 std::vector<std::string> write_file(const std::string& path, const std::string& content, bool overwrite);
 
@@ -62,11 +75,15 @@ std::vector<std::string> warm_trainer(const std::string& python, const std::stri
 // (a certification's warm trainer that an earlier session on the node started).
 std::vector<std::string> unless_running(const std::string& pid_file, const std::vector<std::string>& argv);
 // `argv` where `python` is a Python that passes descriptors (3.9+, what the warm trainer needs);
-// else exit 19 (a train_params.python that is a shell, as a test trainer's, or an old Python).
+// else exit kExitNotWarmCapable (a train_params.python that is a shell, as a test trainer's, or an old
+// Python).
 std::vector<std::string> if_warm_capable(const std::string& python, const std::vector<std::string>& argv);
 // `argv` (python script args: a training) as a process forked from the warm trainer @name
 // (warm_start.py): this process stands for it (its exit code, signals passed on, killed it takes
-// the training along) and writes its pid to pid_out. It waits while the trainer whose pid file is
+// the training along) and writes its pid to pid_out. Should the trainer end while the training
+// runs, the training (orphaned, running on) leaves its exit code in <pid_out>.exit and the warm
+// start, when it ends, prints kWarmTrainerEndedLine with that code and exits
+// kExitWarmTrainerEnded. It waits while the trainer whose pid file is
 // trainer_pid_file still imports; with the trainer gone or refusing, it execs argv itself (a cold
 // start, one line in the log says why).
 std::vector<std::string> warm_start(const std::string& python, const std::string& name,

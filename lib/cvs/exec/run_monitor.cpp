@@ -25,8 +25,17 @@ namespace cvs {
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::string s = read_text_file(p).value_or("");
+// The last 64 KiB of a file (its last lines; a multi-GB log is never read whole for them).
+std::string read_tail(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<long long>(in.tellg());
+  if (size <= 0) return "";
+  const long long from = std::max(0LL, size - 64 * 1024);
+  in.seekg(from);
+  std::string s(static_cast<std::size_t>(size - from), '\0');
+  in.read(s.data(), static_cast<std::streamsize>(s.size()));
+  s.resize(static_cast<std::size_t>(in.gcount()));
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   return s;
 }
@@ -83,12 +92,16 @@ struct NodeTracker {
   }
   // A step's non-finite loss or rate, each step looked at once.
   const std::string& check_finite(const std::string& node);
-  // The node's own end, when it is one: gone, stopped from outside, a non-zero exit.
+  // The node's own end, when it is one: gone, stopped from outside, a non-zero exit, the warm
+  // trainer's end.
   std::string death(const NodeOutcome& no, bool stop_sent) const;
+  // The warm start's line when the warm trainer ended while the training ran (its exit code and
+  // that line at the log's end: the infrastructure's end, not the workload's), else "".
+  std::string warm_trainer_end(const NodeOutcome& no) const;
   bool workload_failed(const NodeOutcome& no) const {
     const auto& sr = scanner->result();
     return counted_error() || sr.abort || !nan_seen.empty() || kernel_failed ||
-           (no.state == NodeState::Exited && no.exit_code != 0);
+           (no.state == NodeState::Exited && no.exit_code != 0 && warm_trainer_end(no).empty());
   }
 };
 
@@ -127,12 +140,27 @@ std::string NodeTracker::death(const NodeOutcome& no, bool stop_sent) const {
            (no.last_step ? std::to_string(*no.last_step) : std::string("none")) + ", log " + log;
   if (no.state == NodeState::Stopped && !stop_sent)
     return no.node + ": the run was stopped from outside this suite (" + pid + ".stopped exists)";
+  if (const auto ended = warm_trainer_end(no); !ended.empty())
+    return no.node + ": " + ended + " (the OOM killer picks the process that holds MaxText imported)" +
+           "; last step " + (no.last_step ? std::to_string(*no.last_step) : std::string("none")) + ", log " +
+           log;
   if (no.state == NodeState::Exited && no.exit_code != 0) {
     copy->flush();
     return no.node + ": training exited with code " + std::to_string(no.exit_code) + "; last lines of " +
-           log + ":\n" + last_lines(read_text(no.local_log), 5);
+           log + ":\n" + last_lines(read_tail(no.local_log), 5);
   }
   return "";
+}
+
+std::string NodeTracker::warm_trainer_end(const NodeOutcome& no) const {
+  if (no.state != NodeState::Exited || no.exit_code != agent::kExitWarmTrainerEnded) return "";
+  copy->flush();
+  const auto tail = last_lines(read_tail(no.local_log), 3);
+  const auto at = tail.rfind(agent::kWarmTrainerEndedLine);
+  if (at == std::string::npos) return "";
+  const auto from = at + std::string_view("cvs-warm: ").size();
+  const auto eol = tail.find('\n', at);
+  return tail.substr(from, eol == std::string::npos ? std::string::npos : eol - from);
 }
 
 }  // namespace
@@ -507,7 +535,7 @@ RunOutcome Launcher::RunMonitor::end_failed() {
   bool workload = false, lost_any = false;
   for (std::size_t r = 0; r < n_; ++r) {
     workload |= nodes_[r].workload_failed(out_.nodes[r]);
-    lost_any |= !nodes_[r].lost.empty();
+    lost_any |= !nodes_[r].lost.empty() || !nodes_[r].warm_trainer_end(out_.nodes[r]).empty();
   }
   out_.infrastructure = lost_any && !workload;
   return fail(verdict());

@@ -13,6 +13,8 @@
 # may differ and are the request's in the training. No JAX
 # backend is initialised here (a fork after that is unsafe): each training initialises its own.
 # Ends after IDLE_S seconds without a training, or with its session (the launcher's teardown).
+# Each training also leaves its exit code in the request's exit_file, for its warm start to read
+# should this trainer end (be killed) before it could send the code.
 import atexit
 import builtins
 import json
@@ -42,6 +44,7 @@ server.bind("\0" + NAME)
 server.listen(64)
 print(f"cvs-warm: {SCRIPT} imported in {time.monotonic() - started:.1f} s; serving @{NAME}", flush=True)
 running = {}
+EXIT_FILE = ""  # the training's, in a forked training
 
 
 def recv_exact(conn, n):
@@ -104,6 +107,8 @@ def become_training(conn, fds, req):
         else:
             os.environ.pop(k, None)
     threading.Thread(target=watch, args=(conn,), daemon=True).start()
+    global EXIT_FILE
+    EXIT_FILE = req.get("exit_file", "")
     try:
         run(req["argv"])
         code = 0
@@ -143,6 +148,13 @@ def end(code):
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
+    if EXIT_FILE:
+        try:
+            with open(EXIT_FILE + ".tmp", "w") as f:
+                f.write(f"{code & 0xFF}\n")
+            os.replace(EXIT_FILE + ".tmp", EXIT_FILE)
+        except OSError:
+            pass
     os._exit(code & 0xFF)
 
 
