@@ -264,6 +264,16 @@ TEST(Card, TopologyAndMemoryUseTheSharedCardsKeys) {
   EXPECT_EQ(topo["ici_fsdp_parallelism"], "8") << "MaxText's own keys stay beside them";
   EXPECT_DOUBLE_EQ(e["metrics"]["peak_allocated_memory_gib"].get<double>(), 61.5);
   EXPECT_FALSE(e["metrics"].contains("peak_memory_gb"));
+  // A record with the mesh that ran (results.json mesh_axes, config/mesh's plan): the card states
+  // its axes, a -1 as MaxText filled it (tensor -1 on 8 devices with fsdp 2: 4), never 1.
+  sweep["parallelism"] = {{"ici_fsdp_parallelism", 2}, {"ici_tensor_parallelism", -1}};
+  sweep["mesh_axes"] = {{"ici", {{"ici_fsdp_parallelism", 2}, {"ici_tensor_parallelism", 4}}},
+                        {"dcn", {{"dcn_pipeline_parallelism", 2}}}};
+  const auto planned = cvs::make_card(cvs::results_from_json(r), "2026-12-03");
+  const auto& ptopo = planned["models"][0]["entries"][0]["command_topologies"][0];
+  EXPECT_EQ(ptopo["tensor_parallel"], "4");
+  EXPECT_EQ(ptopo["pipeline_parallel"], "2");
+  EXPECT_EQ(ptopo["context_parallel"], "1");
   // Every topology and metric key we write is one the shared cards use.
   std::set<std::string> theirs_topo, theirs_metrics;
   for (const auto& t : shared_entries()) {

@@ -283,11 +283,7 @@ int cmd_metrics(const Args& args) {
   if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;
   report_nonfinite(nonfinite, metrics_file.empty() ? logs.front() : metrics_file, out, errors);
   if (primary->abort) out["aborted_on"] = *primary->abort + " loss";
-  if (!primary->cut_last_line.empty())
-    m.notes.push_back(logs.front() +
-                      ": its last line has no newline and fewer fields than the step lines "
-                      "before it: cut mid-write, left out ('" +
-                      primary->cut_last_line.substr(0, 160) + "')");
+  if (auto cut = primary->cut_last_line_note(logs.front()); !cut.empty()) m.notes.push_back(std::move(cut));
   out["errors"] = errors;
   out["notes"] = m.notes;
   std::cout << out.dump(2) << "\n";

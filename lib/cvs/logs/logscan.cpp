@@ -431,4 +431,12 @@ ScanResult scan_log_file(const std::filesystem::path& path, const std::vector<Er
   return scanner.take_result();
 }
 
+std::string ScanResult::cut_last_line_note(const std::string& log) const {
+  if (cut_last_line.empty()) return "";
+  return log +
+         ": its last line has no newline and fewer fields than the step lines before it: cut mid-write, "
+         "left out ('" +
+         cut_last_line.substr(0, 160) + "')";
+}
+
 }  // namespace cvs

@@ -43,6 +43,8 @@ struct ScanResult {
   static constexpr std::size_t kMaxErrors = 20;
 
   const ErrorMatch* first_error() const { return errors.empty() ? nullptr : &errors.front(); }
+  // The note that says cut_last_line was left out, naming `log`; "" when none was.
+  std::string cut_last_line_note(const std::string& log) const;
 };
 
 // Takes a scanner's step records as they are parsed, in log order, evals among them, instead of
