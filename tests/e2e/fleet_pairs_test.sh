@@ -66,6 +66,17 @@ assert failed == {"node.ns-d"}, failed
 html = open(d + "/fleet.html").read()
 assert "Pairs: two-node runs" in html and html.count("SUSPECT") == 1
 assert all(r[4] == 2 for r in runs if r[3]), runs  # every slow run was run twice
+# ... in a folder of its own (the CI of 1559296 read the first try's results again for the
+# second, so a burst of noise was 'confirmed'), the run's figure the faster of the two tries'.
+def p50(folder, sweep):
+    s = json.load(open(f"{d}/pairs/{folder}/report/results.json"))["sweeps"][sweep]
+    iv = s["steady_state"].get("intervals", {}).get("step_time_p50_ms")  # the estimate, when it has one
+    return iv["estimate"] if iv else s["metrics"]["step_time_p50_ms"]
+for r in p["runs"]:
+    if r["tries"] != 2: continue
+    base = f"{r['round']}-{'+'.join(r['nodes'])}"
+    first, second = p50(base, r["sweep"]), p50(base + "-try2", r["sweep"])
+    assert abs(first - r["first_try_ms"]) < 1e-6 and abs(min(first, second) - r["step_time_p50_ms"]) < 1e-6, (r, first, second)
 print("slowed link:", "; ".join(f"{n} r{r} {t} ms{' slow' if s else ''} ({k} tries)" for n, r, t, s, k in runs))
 PY
 echo "PASS"

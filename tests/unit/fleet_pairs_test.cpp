@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "cvs/fleet/fleet_pairs.hpp"
 
@@ -19,12 +20,16 @@ struct Fabric {
   std::set<std::string> broken;
   std::set<std::string> noisy_once;  // the first run with this node is slowed by a neighbour's burst
   int runs = 0, batches = 0;
+  std::set<std::tuple<int, std::string, std::string, int>> made;  // (round, a, b, tries) of each run
   cvs::PairRunner runner() {
     return [this](std::vector<cvs::PairRun>& batch) {
       ++batches;
       std::set<std::string> busy;
       for (auto& p : batch) {
         EXPECT_TRUE(busy.insert(p.a).second && busy.insert(p.b).second) << "a node twice in one batch";
+        // A run the runner cannot tell from an earlier one would share its folder (its results).
+        EXPECT_TRUE(made.insert({p.round, p.a, p.b, p.tries}).second)
+            << "round " << p.round << " " << p.a << "+" << p.b << " try " << p.tries << " asked twice";
         ++runs;
         if (broken.count(p.a) || broken.count(p.b)) {
           p.status = cvs::Outcome::Error;

@@ -179,7 +179,9 @@ PairsResult run_pairs(const NodeRuns& spec, const Cluster& cluster, const std::v
     std::vector<fs::path> dirs;
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const auto& p = batch[i];
-      dirs.push_back(spec.root / (std::to_string(p.round) + "-" + folder_name(p.a) + "+" + folder_name(p.b)));
+      // A folder per run: a confirming try reading the first try's results would confirm it.
+      dirs.push_back(spec.root / (std::to_string(p.round) + "-" + folder_name(p.a) + "+" + folder_name(p.b) +
+                                  (p.tries > 1 ? "-try" + std::to_string(p.tries) : "")));
       reqs.push_back(pair_request(spec, cluster, p, i, dirs.back()));
     }
     const auto results = run_all(reqs, spec.max_parallel ? spec.max_parallel : reqs.size(), &g_interrupted);

@@ -70,6 +70,7 @@ void mark_and_confirm(std::size_t first, const PairRunner& run, PairsResult& out
     if (r.slow && r.ran()) {
       again_at.push_back(i);
       again.push_back(r);
+      again.back().tries = 2;  // a run of its own: the runner keeps it apart from the first try's
     }
   }
   for (const auto& idx : batch_indices(again)) {

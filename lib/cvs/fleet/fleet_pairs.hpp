@@ -45,7 +45,8 @@ struct PairRun {
 };
 
 // Runs every pair of a batch at once (no node in two of them) and fills its status, failure,
-// sweep and step_ms.
+// sweep and step_ms. Each run it is given is told apart by (round, a, b, tries): a confirming try
+// comes with tries 2 and must not read or overwrite the first try's outputs.
 using PairRunner = std::function<void(std::vector<PairRun>& batch)>;
 
 struct PairsResult {
