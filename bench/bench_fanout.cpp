@@ -29,6 +29,34 @@ double cpu_seconds() {
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
+constexpr int kSteps = 240, kFailStep = 50;  // every node still runs when the last one fails
+constexpr double kStepS = 0.5;
+
+// n local nodes running bench/fake_trainer.sh; the last rank fails at kFailStep, stamping when.
+cvs::SuiteConfig bench_config(const fs::path& root, const std::string& stamp, std::size_t n) {
+  nlohmann::ordered_json j = {
+      {"gpu_name", "cpu"},
+      {"gpus_per_node", 1},
+      {"threshold_json", "none.json"},
+      {"paths", {{"shared_fs", root.string()}, {"temp_dir", (root / "tmp").string()}}},
+      {"container",
+       {{"name", "bench"},
+        {"runtime", "local"},
+        {"env",
+         {{"CVS_BENCH_STEPS", std::to_string(kSteps)},
+          {"CVS_BENCH_STEP_S", std::to_string(kStepS)},
+          {"CVS_BENCH_FAIL_STEP", std::to_string(kFailStep)},
+          {"CVS_BENCH_FAIL_RANK", std::to_string(n - 1)},
+          {"CVS_BENCH_FAIL_STAMP", stamp}}}}},
+      {"train_params",
+       {{"python", "sh"},
+        {"train_script_paths", {std::string(CVS_BENCH_DIR) + "/fake_trainer.sh"}},
+        {"maxtext_config", {{"steps", kSteps}}}}},
+      {"sweeps", {{"BS=1", nlohmann::ordered_json::object()}}},
+      {"runs", {"BS=1"}}};
+  return cvs::load_config_text(j.dump(), "bench.json", {.user = "", .require_threshold_file = false});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,37 +70,16 @@ int main(int argc, char** argv) {
       sizes.push_back(std::stoul(argv[i]));
   }
   if (sizes.empty()) sizes = {16, 64, 256};
-  const int steps = 240, fail_step = 50;  // every node still runs when the last one fails
-  const double step_s = 0.5;
+  const int steps = kSteps;
   const fs::path root = fs::temp_directory_path() / ("cvs_bench_fanout_" + std::to_string(::getpid()));
   std::printf("poll interval %.2f s; every node logs a step each %.2f s; the last rank fails at step %d\n",
-              interval_s, step_s, fail_step);
+              interval_s, kStepS, kFailStep);
   std::printf("%6s %8s %8s %13s %23s %17s %19s\n", "nodes", "setup_s", "start_s", "poll_round_s",
               "suite_cpu_us/node/poll", "error->verdict_s", "verdict->stopped_s");
   for (std::size_t n : sizes) {
     fs::remove_all(root);
     const std::string stamp = (root / "failed_at").string();
-    nlohmann::ordered_json j = {
-        {"gpu_name", "cpu"},
-        {"gpus_per_node", 1},
-        {"threshold_json", "none.json"},
-        {"paths", {{"shared_fs", root.string()}, {"temp_dir", (root / "tmp").string()}}},
-        {"container",
-         {{"name", "bench"},
-          {"runtime", "local"},
-          {"env",
-           {{"CVS_BENCH_STEPS", std::to_string(steps)},
-            {"CVS_BENCH_STEP_S", std::to_string(step_s)},
-            {"CVS_BENCH_FAIL_STEP", std::to_string(fail_step)},
-            {"CVS_BENCH_FAIL_RANK", std::to_string(n - 1)},
-            {"CVS_BENCH_FAIL_STAMP", stamp}}}}},
-        {"train_params",
-         {{"python", "sh"},
-          {"train_script_paths", {std::string(CVS_BENCH_DIR) + "/fake_trainer.sh"}},
-          {"maxtext_config", {{"steps", steps}}}}},
-        {"sweeps", {{"BS=1", nlohmann::ordered_json::object()}}},
-        {"runs", {"BS=1"}}};
-    auto cfg = cvs::load_config_text(j.dump(), "bench.json", {.user = "", .require_threshold_file = false});
+    auto cfg = bench_config(root, stamp, n);
     auto cluster = cvs::local_cluster(n);
     cvs::PollPolicy p;
     p.interval = std::chrono::milliseconds(static_cast<long>(interval_s * 1000));

@@ -125,6 +125,22 @@ int exit_code(std::optional<Outcome> status, int gtest_rc) {
   return kExitFail;
 }
 
+// gtest's flags as they pass on, whether they list the tests, and where the JUnit file goes: the
+// suite writes it from its typed stages (ERROR as <error>, real setup time, the suite's own names),
+// so gtest's XML is never written, only its json: output passes on.
+void split_gtest_args(const std::vector<std::string>& given, const char* suite_name,
+                      std::vector<std::string>& gtest_args, bool& listing, std::string& user_xml) {
+  for (const auto& a : given) {
+    listing |= a == "--gtest_list_tests";
+    if (a.rfind("--gtest_output=xml", 0) == 0) {
+      user_xml = a.size() > 19 ? a.substr(19) : "";
+      if (user_xml.empty() || user_xml.back() == '/') user_xml += std::string(suite_name) + ".xml";
+      continue;
+    }
+    gtest_args.push_back(a);
+  }
+}
+
 }  // namespace
 
 int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
@@ -151,17 +167,7 @@ int run_suite(int argc, char** argv, const char* suite_name, Mode mode) {
       return 0;
     }
     if (parsed.check_only) return 0;
-    for (const auto& a : parsed.gtest) {
-      listing |= a == "--gtest_list_tests";
-      // The suite writes the JUnit file from its typed stages (ERROR as <error>, real setup time,
-      // the suite's own names): gtest's XML is never written, only its json: output passes on.
-      if (a.rfind("--gtest_output=xml", 0) == 0) {
-        user_xml = a.size() > 19 ? a.substr(19) : "";
-        if (user_xml.empty() || user_xml.back() == '/') user_xml += std::string(suite_name) + ".xml";
-        continue;
-      }
-      gtest_args.push_back(a);
-    }
+    split_gtest_args(parsed.gtest, suite_name, gtest_args, listing, user_xml);
     if (opts.config.empty())
       throw ConfigError(
           "(command line)", "", std::string(suite_name) + " needs --config FILE",

@@ -12,6 +12,7 @@
 #include "cvs/results/telemetry_diagnosis.hpp"
 #include "cvs/results/telemetry_record.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/run_figures.hpp"
 #include "cvs/verdicts/calibration.hpp"
 #include "cvs/verdicts/evaluation.hpp"
 #include "test_helpers.hpp"

@@ -22,6 +22,7 @@
 #include "cvs/logs/logscan.hpp"
 #include "cvs/results/results_file.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/run_figures.hpp"
 #include "cvs/trend_page.hpp"
 #include "test_helpers.hpp"
 

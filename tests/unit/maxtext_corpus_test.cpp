@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cvs/logs/logscan.hpp"
+#include "cvs/statistics/run_figures.hpp"
 #include "test_helpers.hpp"
 
 using cvs::test::run_command;
@@ -145,5 +147,57 @@ TEST(MaxTextCorpus, PerHostPrefixesAreReadAsViewsOfOneRun) {
     EXPECT_NEAR(r.out["metrics"]["tokens_per_sec_per_gpu"].get<double>(), 8724.686, 0.01) << name;
     EXPECT_DOUBLE_EQ(r.out["metrics"]["final_loss"].get<double>(), 10.374) << name;
   }
+  fs::remove_all(dir);
+}
+
+// One pipeline from a log to its figures (lib/cvs/statistics/run_figures.hpp): every corpus log,
+// and one two-host view of it, through both front ends: the suite's (the records a LogScanner keeps
+// of a node's log, as the run monitor's scan has them, into figures_of_records, as
+// fixtures/cvs/session.cpp calls it) and `cvs metrics` (the binary, streaming). The same figures,
+// steps, warm-up, exclusions and stalls, to the last bit the JSON carries.
+TEST(MaxTextCorpus, TheSuiteAndCvsMetricsGiveEveryLogTheSameFigures) {
+  const auto dir = fs::temp_directory_path() / ("cvs_corpus_same_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::vector<fs::path> logs;
+  const auto all = corpus();
+  for (const auto& c : all["cases"])
+    logs.push_back(cvs::test::data("maxtext_corpus/" + c["file"].get<std::string>()));
+  {  // the v5p-8 log as two srun-labelled hosts print it
+    logs.push_back(dir / "two_hosts.log");
+    std::ifstream in(cvs::test::data("maxtext_corpus/doc_v5p-8_understand_logs_2025.log"));
+    std::ofstream out(logs.back());
+    for (std::string l; std::getline(in, l);) out << "0: " << l << "\n1: " << l << "\n";
+  }
+  std::size_t compared = 0;
+  for (const auto& log : logs) {
+    SCOPED_TRACE(log.filename().string());
+    const auto cmd = metrics_of(log);
+    ASSERT_TRUE(cmd.out.is_object()) << cmd.text;
+    const auto scan = cvs::scan_log_file(log, cvs::default_error_patterns(), nullptr);
+    cvs::MetricsContext ctx;  // `cvs metrics` with no option: one node, its devices
+    ctx.distributed = false;
+    auto suite = cvs::figures_of_records(scan.steps, scan.evals, scan.markers, ctx, log.string());
+    cvs::add_log_figures(suite.metrics, scan);
+    const auto& want = cmd.out["metrics"];
+    std::size_t figures = 0;
+    for (const auto& [metric, v] : suite.metrics.values.entries()) {
+      const std::string name(cvs::to_string(metric));
+      ASSERT_TRUE(want.contains(name)) << name << " only in the suite's figures\n" << cmd.text;
+      if (std::isnan(v))
+        EXPECT_TRUE(want[name].is_null()) << name;
+      else
+        EXPECT_EQ(want[name].get<double>(), v) << name;
+      ++figures;
+    }
+    EXPECT_EQ(figures, want.size()) << "figures only in cvs metrics'\n" << cmd.text;
+    EXPECT_EQ(cmd.out["steps"].get<std::size_t>(), suite.steps);
+    EXPECT_EQ(cmd.out["warmup_steps_dropped"].get<std::size_t>(), suite.metrics.warmup_dropped);
+    EXPECT_EQ(cmd.out["excluded_steps"].size(), suite.metrics.excluded.size());
+    EXPECT_EQ(cmd.out["stalls"].size(), suite.metrics.stalls.size());
+    EXPECT_EQ(cmd.out.contains("hosts") ? cmd.out["hosts"].size() : 0u, suite.hosts.size());
+    EXPECT_EQ(cmd.out.contains("nonfinite"), suite.nonfinite.seen.has_value());
+    compared += figures > 0;
+  }
+  EXPECT_GE(compared, 20u) << "logs with figures compared";
   fs::remove_all(dir);
 }

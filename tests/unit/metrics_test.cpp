@@ -8,6 +8,7 @@
 #include "cvs/logs/metrics_file.hpp"
 #include "cvs/results/compare.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/run_figures.hpp"
 #include "cvs/verdicts/evaluation.hpp"
 #include "test_helpers.hpp"
 

@@ -9,6 +9,7 @@
 
 #include "cvs/logs/logscan.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/run_figures.hpp"
 #include "test_helpers.hpp"
 
 namespace {

@@ -9,6 +9,7 @@
 #include "cvs/config/thresholds.hpp"
 #include "cvs/logs/logscan.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/run_figures.hpp"
 #include "cvs/statistics/step_stats.hpp"
 #include "cvs/verdicts/early_stop.hpp"
 #include "cvs/verdicts/evaluation.hpp"

@@ -10,6 +10,7 @@
 #include "cvs/logs/logscan.hpp"
 #include "cvs/statistics/decimal_column.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/run_figures.hpp"
 #include "cvs/statistics/step_stats.hpp"
 #include "test_helpers.hpp"
 

@@ -13,60 +13,10 @@
 #include "cvs/logs/metrics_file.hpp"
 #include "cvs/results/results_file.hpp"
 #include "cvs/statistics/metrics.hpp"
+#include "cvs/statistics/run_figures.hpp"
 
 namespace cvs::cli {
 namespace {
-
-// The first step whose loss or rate is not finite, where it was read.
-struct FirstNonFinite {
-  std::optional<std::pair<StepRecord, NonFinite>> seen;
-  void check(const StepRecord& r) {
-    if (!seen)
-      if (const auto bad = first_nonfinite(r)) seen = std::pair{r, *bad};
-  }
-};
-
-// One host's view of the run: its own series (a log of one stream has one, named "").
-struct HostView {
-  std::string host;
-  StepSeries series;
-  FirstNonFinite nonfinite;
-  HostView(std::string h, const MetricsContext& ctx) : host(std::move(h)), series(ctx, false) {}
-};
-
-// The first log's records, into the metrics as they are parsed, each step into its host's series
-// (Ray, srun, MPI and kubectl prefixes name the host; every host is a view of the same run, so
-// the warm-up is the run's first steps whichever host logged them). Evals and markers reach
-// every host's series.
-struct ToSeries : RecordSink {
-  MetricsContext ctx;
-  std::vector<std::unique_ptr<HostView>> hosts;
-  std::vector<EvalRecord> evals;
-  std::optional<long long> run_first_step;
-  explicit ToSeries(const MetricsContext& c) : ctx(c) {}
-  HostView& of(const std::string& host) {
-    for (auto& h : hosts)
-      if (h->host == host) return *h;
-    MetricsContext c = ctx;
-    c.run_first_step = run_first_step;
-    hosts.push_back(std::make_unique<HostView>(host, c));
-    for (const auto& e : evals) hosts.back()->series.add_eval(e);
-    return *hosts.back();
-  }
-  void step(const StepRecord& r) override {
-    if (!run_first_step) run_first_step = r.step;
-    auto& h = of(r.host);
-    h.nonfinite.check(r);
-    h.series.add(r);
-  }
-  void eval(const EvalRecord& e) override {
-    evals.push_back(e);
-    for (auto& h : hosts) h->series.add_eval(e);
-  }
-  void marker(const StepMarker& m) override {
-    for (auto& h : hosts) h->series.add_marker(m);
-  }
-};
 
 // Another log's records: read for its error lines only.
 struct Discard : RecordSink {
@@ -112,39 +62,6 @@ void report_nonfinite(const FirstNonFinite& nonfinite, const std::string& source
   std::cerr << "cvs metrics: " << where << ": " << what << "; the run fails as the suite fails it\n";
 }
 
-// Speed figures of a run logged by several hosts: the mean of the hosts' figures; a note when the
-// hosts' per-device rates differ by more than 5 %.
-constexpr Metric kSpeedMetrics[] = {Metric::StepTimeSeconds,
-                                    Metric::StepTimeMeanMs,
-                                    Metric::StepTimeP50Ms,
-                                    Metric::StepTimeP95Ms,
-                                    Metric::TflopsPerSecPerGpu,
-                                    Metric::TokensPerSecPerGpu,
-                                    Metric::TokensPerSecTotal,
-                                    Metric::Last10StepsStepTimeMsAvg,
-                                    Metric::Last10StepsModelTflopsPerGpuAvg,
-                                    Metric::Last10StepsTokensPerSecondPerGpuAvg};
-
-void combine_hosts(const std::vector<std::pair<std::string, RunMetrics>>& per_host, RunMetrics& m) {
-  for (Metric k : kSpeedMetrics) {
-    double sum = 0, lo = 0, hi = 0;
-    std::size_t n = 0;
-    for (const auto& [host, hm] : per_host)
-      if (auto v = hm.get(k)) {
-        lo = n == 0 ? *v : std::min(lo, *v);
-        hi = n == 0 ? *v : std::max(hi, *v);
-        sum += *v;
-        ++n;
-      }
-    if (n == 0) continue;
-    m.values.set(k, sum / static_cast<double>(n));
-    if ((k == Metric::TokensPerSecPerGpu || k == Metric::TflopsPerSecPerGpu) && n > 1 && lo > 0 &&
-        hi / lo > 1.05)
-      m.notes.push_back(std::string(to_string(k)) + ": the hosts disagree (" + short_number(lo) + " to " +
-                        short_number(hi) + ", " + std::to_string(n) + " hosts): the figure is their mean");
-  }
-}
-
 nlohmann::ordered_json metrics_json(const RunMetrics& m) {
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   for (const auto& [metric, v] : m.values.entries())
@@ -153,51 +70,31 @@ nlohmann::ordered_json metrics_json(const RunMetrics& m) {
 }
 
 // MaxText's JSON-lines metrics_file carries full-precision values: preferred when given.
-RunMetrics metrics_of_file(const std::string& metrics_file, const std::vector<EvalRecord>& evals,
-                           const MetricsContext& ctx, FirstNonFinite& nonfinite, std::size_t& steps) {
+RunFigures figures_of_file(const std::string& metrics_file, const std::vector<EvalRecord>& evals,
+                           const MetricsContext& ctx) {
   const auto text = read_text_file(metrics_file);
   if (!text) throw std::runtime_error("cannot read " + metrics_file);
-  const auto rows = parse_metrics_file(*text, metrics_file);
-  check_step_series(rows, metrics_file);
-  for (const auto& r : rows) nonfinite.check(r);
-  steps = rows.size();
-  return compute_metrics(rows, evals, ctx);
+  return figures_of_rows(parse_metrics_file(*text, metrics_file), evals, ctx, metrics_file);
 }
 
-// The log's run from its hosts' views: the loss figures and steady state of the host that logged
-// the most steps, the speed figures of every host combined. A host whose step numbers repeat or
-// go down holds more than one run: bad input.
-RunMetrics metrics_of_hosts(ToSeries& to_series, const std::string& log, FirstNonFinite& nonfinite,
-                            std::size_t& steps, nlohmann::ordered_json& hosts_out) {
+// The log's run from its hosts' views (statistics/run_figures.hpp). A host whose step numbers
+// repeat or go down holds more than one run: bad input.
+RunFigures figures_of_hosts(RunFiguresBuilder& builder, const std::string& log,
+                            nlohmann::ordered_json& hosts_out) {
+  RunFigures f;
   try {
-    for (auto& h : to_series.hosts)
-      h->series.check_order(log + (h->host.empty() ? "" : " (host " + h->host + ")"));
+    f = builder.finish(log);
   } catch (const MetricsError& e) {
     throw BadInput(std::string(e.what()) +
                    ": the file holds more than one run; split it where the step numbers start again "
                    "(csplit FILE '/completed step: 0,/' '{*}') and read each run's part");
   }
-  if (to_series.hosts.empty()) return StepSeries(to_series.ctx, false).finish();
-  std::vector<std::pair<std::string, RunMetrics>> per_host;
-  std::size_t primary = 0;
-  for (std::size_t i = 0; i < to_series.hosts.size(); ++i) {
-    auto& h = *to_series.hosts[i];
-    if (h.series.steps() > to_series.hosts[primary]->series.steps()) primary = i;
-    if (!nonfinite.seen && h.nonfinite.seen) nonfinite.seen = h.nonfinite.seen;
-    per_host.emplace_back(h.host, h.series.finish());
-  }
-  RunMetrics m = per_host[primary].second;
-  steps = to_series.hosts[primary]->series.steps();
-  if (per_host.size() == 1) return m;
-  combine_hosts(per_host, m);
-  for (std::size_t i = 0; i < per_host.size(); ++i)
-    hosts_out.push_back({{"host", per_host[i].first},
-                         {"steps", to_series.hosts[i]->series.steps()},
-                         {"metrics", metrics_json(per_host[i].second)},
-                         {"notes", per_host[i].second.notes}});
-  m.notes.push_back(std::to_string(per_host.size()) + " hosts' views of the run (" +
-                    to_series.hosts[primary]->host + " logged the most steps: its loss figures)");
-  return m;
+  for (const auto& h : f.hosts)
+    hosts_out.push_back({{"host", h.host},
+                         {"steps", h.steps},
+                         {"metrics", metrics_json(h.metrics)},
+                         {"notes", h.metrics.notes}});
+  return f;
 }
 
 nlohmann::ordered_json excluded_json(const RunMetrics& m) {
@@ -217,6 +114,29 @@ nlohmann::ordered_json stalls_json(const RunMetrics& m) {
                       {"lost_seconds", x.lost()},
                       {"line_no", x.line_no}});
   return stalls;
+}
+
+// The run's figures as the command prints them.
+void put_figures(const RunFigures& f, const nlohmann::ordered_json& hosts_out, nlohmann::ordered_json& out) {
+  const auto& m = f.metrics;
+  out["metrics"] = metrics_json(m);
+  out["steps"] = f.steps;
+  out["warmup_steps_dropped"] = m.warmup_dropped;
+  out["async_dropped_steps"] = m.async_dropped_steps;
+  out["excluded_steps"] = excluded_json(m);
+  out["stalls"] = stalls_json(m);
+  if (!hosts_out.empty()) out["hosts"] = hosts_out;
+  out["steady_state"] = to_json(steady_state_record(m.steady));
+  if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;
+}
+
+// Nothing to measure and nothing wrong in it: not a training log, or not yet one (exit 2).
+int no_steps(const std::string& source, bool rows) {
+  std::cerr << "error: " << source << ": no training step in it (MaxText's 'completed step' lines"
+            << (rows ? " or rows" : "")
+            << ") (fix: pass a MaxText training log, such as a session's runs/<sweep>/node-0/training.log, "
+               "once its run has stepped)\n";
+  return kExitUsage;
 }
 
 }  // namespace
@@ -250,37 +170,25 @@ int cmd_metrics(const Args& args) {
   nlohmann::ordered_json errors = nlohmann::ordered_json::array();
   // The first log's steps stream into the metrics as they are parsed (a multi-GB log in bounded
   // memory); the other logs are read for their error lines only.
-  ToSeries to_series(ctx);
-  FirstNonFinite nonfinite;  // of the metrics_file's rows
+  RunFiguresBuilder to_figures(ctx, false);
   Discard discard;
   std::optional<ScanResult> primary;
   for (const auto& log : logs) {
-    RecordSink* sink = !primary && metrics_file.empty() ? static_cast<RecordSink*>(&to_series) : &discard;
+    RecordSink* sink = !primary && metrics_file.empty() ? static_cast<RecordSink*>(&to_figures) : &discard;
     auto r = scan_log_file(log, patterns, sink);
     for (const auto& e : r.errors)
       errors.push_back({{"log", log}, {"pattern", e.pattern_name}, {"line_no", e.line_no}, {"line", e.line}});
     if (!primary) primary = std::move(r);
   }
-  RunMetrics m;
-  std::size_t steps = 0;
   nlohmann::ordered_json hosts_out = nlohmann::ordered_json::array();
-  if (!metrics_file.empty()) {
-    out["source"] = "metrics_file";
-    m = metrics_of_file(metrics_file, primary->evals, ctx, nonfinite, steps);
-  } else {
-    out["source"] = "log";
-    m = metrics_of_hosts(to_series, logs.front(), nonfinite, steps, hosts_out);
-  }
-  if (primary->peak_memory_gb) m.values.set(cvs::Metric::PeakMemoryGb, *primary->peak_memory_gb);
-  out["metrics"] = metrics_json(m);
-  out["steps"] = steps;
-  out["warmup_steps_dropped"] = m.warmup_dropped;
-  out["async_dropped_steps"] = m.async_dropped_steps;
-  out["excluded_steps"] = excluded_json(m);
-  out["stalls"] = stalls_json(m);
-  if (!hosts_out.empty()) out["hosts"] = hosts_out;
-  out["steady_state"] = to_json(steady_state_record(m.steady));
-  if (m.first_nonfinite_step) out["nonfinite_loss_step"] = *m.first_nonfinite_step;
+  out["source"] = metrics_file.empty() ? "log" : "metrics_file";
+  auto figures = metrics_file.empty() ? figures_of_hosts(to_figures, logs.front(), hosts_out)
+                                      : figures_of_file(metrics_file, primary->evals, ctx);
+  auto& m = figures.metrics;
+  const std::size_t steps = figures.steps;
+  const auto& nonfinite = figures.nonfinite;
+  add_log_figures(m, *primary);
+  put_figures(figures, hosts_out, out);
   report_nonfinite(nonfinite, metrics_file.empty() ? logs.front() : metrics_file, out, errors);
   if (primary->abort) out["aborted_on"] = *primary->abort + " loss";
   if (auto cut = primary->cut_last_line_note(logs.front()); !cut.empty()) m.notes.push_back(std::move(cut));
@@ -289,14 +197,7 @@ int cmd_metrics(const Args& args) {
   std::cout << out.dump(2) << "\n";
   const bool failed = !errors.empty() || m.nonfinite_loss || nonfinite.seen || primary->abort.has_value();
   if (failed) return kExitFail;
-  if (steps == 0) {  // nothing to measure and nothing wrong in it: not a training log, or not yet one
-    std::cerr << "error: " << (metrics_file.empty() ? logs.front() : metrics_file)
-              << ": no training step in it (MaxText's 'completed step' lines"
-              << (metrics_file.empty() ? "" : " or rows")
-              << ") (fix: pass a MaxText training log, such as a session's runs/<sweep>/node-0/training.log, "
-                 "once its run has stepped)\n";
-    return kExitUsage;
-  }
+  if (steps == 0) return no_steps(metrics_file.empty() ? logs.front() : metrics_file, !metrics_file.empty());
   return kExitOk;
 }
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
 
 #include "commands.hpp"
 #include "cvs/base/exit_codes.hpp"
@@ -56,6 +58,20 @@ else the share/cvs-maxtext above this binary (an install's <prefix>/share/cvs-ma
 
 )";
 
+// Each command's name and its entry (commands.hpp).
+constexpr std::pair<std::string_view, int (*)(const cvs::cli::Args&)> kCommands[] = {
+    {"config", cvs::cli::cmd_config},
+    {"metrics", cvs::cli::cmd_metrics},
+    {"run", cvs::cli::cmd_run},
+    {"fleet", cvs::cli::cmd_fleet},
+    {"certify", cvs::cli::cmd_certify},
+    {"calibrate", cvs::cli::cmd_calibrate},
+    {"report", cvs::cli::cmd_report},
+    {"card", cvs::cli::cmd_card},
+    {"compare", cvs::cli::cmd_compare},
+    {"history", cvs::cli::cmd_history},
+    {"setup-venv", cvs::cli::cmd_setup_venv}};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,17 +88,8 @@ int main(int argc, char** argv) {
   }
   cvs::cli::Args args(argv + 2, argv + argc);
   try {
-    if (cmd == "config") return cvs::cli::cmd_config(args);
-    if (cmd == "metrics") return cvs::cli::cmd_metrics(args);
-    if (cmd == "run") return cvs::cli::cmd_run(args);
-    if (cmd == "fleet") return cvs::cli::cmd_fleet(args);
-    if (cmd == "certify") return cvs::cli::cmd_certify(args);
-    if (cmd == "calibrate") return cvs::cli::cmd_calibrate(args);
-    if (cmd == "report") return cvs::cli::cmd_report(args);
-    if (cmd == "card") return cvs::cli::cmd_card(args);
-    if (cmd == "compare") return cvs::cli::cmd_compare(args);
-    if (cmd == "history") return cvs::cli::cmd_history(args);
-    if (cmd == "setup-venv") return cvs::cli::cmd_setup_venv(args);
+    for (const auto& [name, run] : kCommands)
+      if (cmd == name) return run(args);
     std::cerr << "cvs: unknown command '" << cmd << "'\n" << kUsage;
     return cvs::cli::kExitUsage;
   } catch (const cvs::ConfigError& e) {

@@ -51,6 +51,13 @@ const std::vector<MetricSpec>& metric_catalog() {
   return v;
 }
 
+const std::vector<Metric>& loss_metrics() {
+  static const std::vector<Metric> v = {Metric::InitialLoss,        Metric::FinalLoss, Metric::LossDecreased,
+                                        Metric::LossCurveSlope,     Metric::EvalLoss,  Metric::StepsToTarget,
+                                        Metric::TimeToTargetSeconds};
+  return v;
+}
+
 // The table is in the enum's order (MetricCatalog.IsInTheEnumsOrder): spec_of is an index.
 const MetricSpec& spec_of(Metric m) {
   return metric_catalog()[static_cast<std::size_t>(m)];

@@ -67,6 +67,9 @@ const std::vector<MetricSpec>& metric_catalog();
 const std::vector<std::string>& tracked_metric_names();
 // nullptr for a name the catalog does not have.
 const MetricSpec* find_metric(std::string_view name);
+// The figures of the loss and of the target it reaches (the model's progress, not the machine's
+// speed): an extended run's come from its configured steps alone (statistics/run_figures.hpp).
+const std::vector<Metric>& loss_metrics();
 // The catalog's entry of a metric.
 const MetricSpec& spec_of(Metric m);
 // Its name, without "training." ("tokens_per_sec_per_gpu").

@@ -179,13 +179,11 @@ std::optional<long long> parse_size_bytes(const std::string& s) {
   return v;
 }
 
-std::vector<std::string> check_inspect(const nlohmann::json& inspect, const Container& c, Engine engine,
-                                       const ContainerLabels& labels) {
-  const nlohmann::json& doc = inspect.is_array() && !inspect.empty() ? inspect[0] : inspect;
-  std::vector<std::string> out;
-  const auto& host = at_or_null(doc, "HostConfig");
-  const auto& config = at_or_null(doc, "Config");
-  const auto& a = c.args;
+namespace {
+
+// HostConfig's privileged, network, ipc and shm size against the container's args.
+void check_host_config(const nlohmann::json& host, const RuntimeArgs& a, Engine engine,
+                       std::vector<std::string>& out) {
   if (a.privileged &&
       !(at_or_null(host, "Privileged").is_boolean() && at_or_null(host, "Privileged").get<bool>()))
     out.push_back("privileged did not reach the container");
@@ -201,12 +199,22 @@ std::vector<std::string> check_inspect(const nlohmann::json& inspect, const Cont
     if (want && !(got.is_number_integer() && got.get<long long>() == *want))
       out.push_back("shm-size " + a.shm_size + " did not reach the container (inspect: " + got.dump() + ")");
   }
+}
+}  // namespace
+
+std::vector<std::string> check_inspect(const nlohmann::json& inspect, const Container& c, Engine engine,
+                                       const ContainerLabels& labels) {
+  const nlohmann::json& doc = inspect.is_array() && !inspect.empty() ? inspect[0] : inspect;
+  std::vector<std::string> out;
+  const auto& host = at_or_null(doc, "HostConfig");
+  const auto& config = at_or_null(doc, "Config");
+  check_host_config(host, c.args, engine, out);
   check_ulimits(host, c, out);
   check_mounts(doc, c, out);
   std::vector<std::string> env;
   for (const auto& [k, v] : c.env) env.push_back(k + "=" + v);
   check_strings(at_or_null(config, "Env"), env, "env", out);
-  check_strings(at_or_null(host, "GroupAdd"), a.group_add, "group-add", out);
+  check_strings(at_or_null(host, "GroupAdd"), c.args.group_add, "group-add", out);
   const auto& shown = at_or_null(config, "Labels");
   for (const auto& [k, v] : labels.to_list())
     if (str_at(shown, k.c_str()) != v) out.push_back("label " + k + "=" + v + " is not on the container");

@@ -278,6 +278,41 @@ std::vector<std::string> Launcher::check_containers() const {
   return problems;
 }
 
+// The first of train_script_paths that exists, the same on every node (train_script_), else each
+// node's problem.
+std::vector<std::string> Launcher::find_train_script() {
+  std::vector<std::string> problems;
+  const auto& tp = cfg_.train_params;
+  auto found = exec_all(agent::first_existing(tp.train_script_paths), std::chrono::seconds(60));
+  std::string first;
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    const std::string path = without_line_ends(found[i].out);
+    if (const auto gone = unreachable_words(cluster_.nodes[i], found[i], "train script check");
+        !gone.empty()) {
+      problems.push_back(cluster_.nodes[i].name + ": " + gone);  // the files were never checked
+      continue;
+    }
+    if (found[i].timed_out || !found[i].spawn_error.empty()) {  // the files were never checked
+      problems.push_back(cluster_.nodes[i].name + ": did not answer the train script check (" +
+                         found[i].describe() + "): the node or its runtime is not responding");
+      continue;
+    }
+    if (!found[i].ok() || path.empty()) {
+      std::string list;
+      for (const auto& p : tp.train_script_paths) list += (list.empty() ? "" : ", ") + p;
+      problems.push_back(cluster_.nodes[i].name + ": none of train_script_paths exists (" + list + ")" +
+                         (found[i].ok() ? "" : ": " + found[i].describe()));
+      continue;
+    }
+    if (first.empty()) first = path;
+    if (path != first)
+      problems.push_back(cluster_.nodes[i].name + ": train script " + path + " differs from " +
+                         cluster_.nodes[0].name + "'s " + first + " (mixed MaxText versions)");
+  }
+  train_script_ = first;
+  return problems;
+}
+
 std::vector<std::string> Launcher::setup() {
   std::vector<std::string> problems;
   const auto timeout = std::chrono::minutes(10);
@@ -308,33 +343,7 @@ std::vector<std::string> Launcher::setup() {
           "maxtext_install_cmd");
     if (!problems.empty()) return problems;
   }
-  auto found = exec_all(agent::first_existing(tp.train_script_paths), std::chrono::seconds(60));
-  std::string first;
-  for (std::size_t i = 0; i < found.size(); ++i) {
-    const std::string path = without_line_ends(found[i].out);
-    if (const auto gone = unreachable_words(cluster_.nodes[i], found[i], "train script check");
-        !gone.empty()) {
-      problems.push_back(cluster_.nodes[i].name + ": " + gone);  // the files were never checked
-      continue;
-    }
-    if (found[i].timed_out || !found[i].spawn_error.empty()) {  // the files were never checked
-      problems.push_back(cluster_.nodes[i].name + ": did not answer the train script check (" +
-                         found[i].describe() + "): the node or its runtime is not responding");
-      continue;
-    }
-    if (!found[i].ok() || path.empty()) {
-      std::string list;
-      for (const auto& p : tp.train_script_paths) list += (list.empty() ? "" : ", ") + p;
-      problems.push_back(cluster_.nodes[i].name + ": none of train_script_paths exists (" + list + ")" +
-                         (found[i].ok() ? "" : ": " + found[i].describe()));
-      continue;
-    }
-    if (first.empty()) first = path;
-    if (path != first)
-      problems.push_back(cluster_.nodes[i].name + ": train script " + path + " differs from " +
-                         cluster_.nodes[0].name + "'s " + first + " (mixed MaxText versions)");
-  }
-  train_script_ = first;
+  for (auto& p : find_train_script()) problems.push_back(std::move(p));
   if (problems.empty()) start_warm_trainers();
   return problems;
 }

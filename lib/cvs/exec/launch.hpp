@@ -181,6 +181,7 @@ class Launcher {
   // Container runtimes: remove a container of the configured name that an earlier session left
   // (or refuse: not ours, or in use), launch on every node, then check what reached it.
   std::vector<std::string> launch_containers();
+  std::vector<std::string> find_train_script();
   std::vector<std::string> clear_container_name();
   std::vector<std::string> check_containers() const;
   std::vector<std::string> per_node_problems(const std::vector<ProcResult>& rs,

@@ -346,6 +346,29 @@ void read_probe(const Results& r, FleetNode& n) {
   if (std::isfinite(least_free)) n.figures[FigureKey::probe("hbm_free_gb")] = least_free;
 }
 
+// A sweep's steps, telemetry words, fleet figures, stalls and steady-state estimates.
+void read_sweep_figures(const std::string& key, const SweepRecord& sweep, FleetNode& n) {
+  if (sweep.status != SweepStatus::NotRun)
+    n.steps += sweep.early_stop ? sweep.early_stop->steps_run : sweep.steps;
+  for (const auto& rn : sweep.run.nodes)
+    if (rn.telemetry)
+      if (const auto why = explain_telemetry(*rn.telemetry);
+          !why.empty() && n.telemetry.find(why) == std::string::npos)
+        n.telemetry += (n.telemetry.empty() ? "" : "; ") + key + ": " + why;
+  for (const auto& [metric, v] : sweep.metrics)
+    if (!std::isnan(v) && is_fleet_metric(metric)) n.figures[{key, metric}] = v;
+  read_stalls(key, sweep, n);
+  if (!sweep.steady_state) return;
+  for (const auto& [metric, iv] : sweep.steady_state->intervals)
+    if (!std::isnan(iv.estimate)) {
+      const FigureKey figure{key, metric};
+      n.steady[figure] = iv.estimate;
+      if (std::isfinite(iv.lo) && std::isfinite(iv.hi)) n.intervals[figure] = {iv.lo, iv.hi};
+      // The figure the node's own verdict used, not the point figure beside it.
+      if (is_fleet_metric(metric)) n.figures[figure] = iv.estimate;
+    }
+}
+
 }  // namespace
 
 FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& results_json) {
@@ -369,27 +392,7 @@ FleetNode read_fleet_node(const std::string& name, const std::filesystem::path& 
   for (std::size_t at; (at = n.failure.find('\n')) != std::string::npos;)
     n.failure.replace(at, 1, at + 1 < n.failure.size() ? " / " : "");
   n.phases = session_phases(r);
-  for (const auto& [key, sweep] : r.sweeps) {
-    if (sweep.status != SweepStatus::NotRun)
-      n.steps += sweep.early_stop ? sweep.early_stop->steps_run : sweep.steps;
-    for (const auto& rn : sweep.run.nodes)
-      if (rn.telemetry)
-        if (const auto why = explain_telemetry(*rn.telemetry);
-            !why.empty() && n.telemetry.find(why) == std::string::npos)
-          n.telemetry += (n.telemetry.empty() ? "" : "; ") + key + ": " + why;
-    for (const auto& [metric, v] : sweep.metrics)
-      if (!std::isnan(v) && is_fleet_metric(metric)) n.figures[{key, metric}] = v;
-    read_stalls(key, sweep, n);
-    if (!sweep.steady_state) continue;
-    for (const auto& [metric, iv] : sweep.steady_state->intervals)
-      if (!std::isnan(iv.estimate)) {
-        const FigureKey figure{key, metric};
-        n.steady[figure] = iv.estimate;
-        if (std::isfinite(iv.lo) && std::isfinite(iv.hi)) n.intervals[figure] = {iv.lo, iv.hi};
-        // The figure the node's own verdict used, not the point figure beside it.
-        if (is_fleet_metric(metric)) n.figures[figure] = iv.estimate;
-      }
-  }
+  for (const auto& [key, sweep] : r.sweeps) read_sweep_figures(key, sweep, n);
   read_probe(r, n);
   return n;
 }

@@ -22,104 +22,18 @@ const char* to_string(GpuTool t) {
   return word_of(kWords, t);
 }
 
-// ---- the kernel log catalog ------------------------------------------------------------------
-
-const std::vector<KernelPattern>& kernel_patterns() {
-  using K = KernelPattern::Kind;
-  using R = KernelPattern::Role;
-  // The first that matches names a line: the specific amdgpu forms (shared/data/amd: recorded
-  // MI300X incidents) before the general ones.
-  static const std::vector<KernelPattern> v = {
-      {"nvidia_xid", R"(NVRM: Xid \([^)]*\): \d+)", "an NVIDIA Xid error", K::Gpu, true},
-      {"amdgpu_uncorrectable", R"(amdgpu.*uncorrectable hardware error)",
-       "an uncorrectable hardware error (RAS) on the GPU", K::Gpu, true, R::Fault},
-      {"amdgpu_poison", R"(amdgpu.*poison (is )?consum)", "the GPU consumed poisoned (corrupted) memory",
-       K::Gpu, true, R::Fault},
-      {"amdgpu_page_fault", R"(amdgpu.*(no-)?retry page fault|amdgpu.*VM_L2_PROTECTION_FAULT_STATUS)",
-       "a GPU memory page fault (a process on the GPU touched memory it may not)", K::Gpu, true, R::Fault},
-      {"amdgpu_ring_timeout", R"(amdgpu.*ring \S+ timeout)", "an AMD GPU ring (a job on the GPU) timed out",
-       K::Gpu, true, R::Fault},
-      {"amdgpu_aca", R"(amdgpu.*(Accelerator Check Architecture events logged|aca entry\[|ACA\[\d+/\d+\]))",
-       "ACA hardware error records", K::Gpu, false, R::Context},
-      {"amdgpu_correctable", R"(amdgpu.*correctable hardware errors? detected)",
-       "correctable hardware errors on the GPU", K::Gpu, false, R::Context},
-      {"amdgpu_bad_pages", R"(amdgpu.*[Ss]aved bad pages)", "the GPU retired memory pages (saved bad pages)",
-       K::Gpu, false, R::Context},
-      {"amdgpu_reset", R"(amdgpu.*(GPU reset|GPU recovery|reset begin|MODE[12] reset|ring reset))",
-       "an AMD GPU was reset", K::Gpu, true, R::Reset},
-      {"amdgpu_ras", R"(amdgpu.*(uncorrectable|RAS).*error)", "an AMD GPU RAS (ECC) error", K::Gpu, true},
-      {"machine_check", R"(mce: \[Hardware Error\]|Machine check events logged|Machine Check Exception)",
-       "a machine check (a CPU, memory or bus hardware error)", K::MachineCheck, true},
-      {"nic_link_down", R"(NIC Link is Down|mlx5_core\S* \S+:.*[Ll]ink down)", "a network link went down",
-       K::Nic, true},
-      {"rdma_error",
-       R"(mlx5_core.*(Fatal|health compromised|cmd_work_handler.*timeout)|ib\w*:.*catastrophic)",
-       "an RDMA adapter error", K::Nic, true},
-      {"oom_kill", R"(Out of memory: Killed process|Memory cgroup out of memory|oom-kill:)",
-       "the kernel's OOM killer killed a process", K::OomKill, false},
-      {"segfault", R"(segfault at|traps: .* general protection)", "a process crashed (segfault)", K::Segfault,
-       false},
-  };
-  return v;
-}
-
 namespace {
 
-struct CompiledPatterns {
-  std::vector<std::unique_ptr<RE2>> re;
-  RE2 xid{R"(NVRM: Xid \([^)]*\): (\d+))"};
-  // amdgpu's device prefix, and the process a driver line names ("for process python3.12 pid
-  // 6071", "Process firefox-bin pid 7401").
+// amdgpu's device prefix, and the process a driver line names ("for process python3.12 pid
+// 6071", "Process firefox-bin pid 7401").
+struct DriverLines {
   RE2 amdgpu_bdf{R"(amdgpu ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]):)"};
   RE2 process{R"([Pp]rocess (\S+) pid (\d+))"};
-  CompiledPatterns() {
-    RE2::Options o;
-    o.set_case_sensitive(false);
-    o.set_log_errors(false);
-    for (const auto& p : kernel_patterns()) re.push_back(std::make_unique<RE2>(std::string(p.regex), o));
-  }
 };
 
-const CompiledPatterns& compiled() {
-  static const CompiledPatterns c;
-  return c;
-}
-
-std::string xid_meaning(int code) {
-  switch (code) {
-    case 13:
-      return "graphics engine exception: an application fault or a failing GPU";
-    case 31:
-      return "GPU memory page fault";
-    case 43:
-      return "the GPU stopped processing";
-    case 45:
-      return "preemptive cleanup after another fault";
-    case 48:
-      return "double-bit ECC error";
-    case 61:
-    case 62:
-      return "internal micro-controller halt";
-    case 63:
-      return "ECC page retirement or row remapping";
-    case 64:
-      return "ECC page retirement or row remapping failed";
-    case 74:
-      return "NVLink error";
-    case 79:
-      return "the GPU has fallen off the bus";
-    case 92:
-      return "high single-bit ECC error rate";
-    case 94:
-      return "contained ECC error";
-    case 95:
-      return "uncontained ECC error";
-    case 119:
-    case 120:
-      return "GSP firmware error";
-    default:
-      return "an NVIDIA Xid error";
-  }
+const DriverLines& driver_lines() {
+  static const DriverLines d;
+  return d;
 }
 
 std::optional<double> num(std::string_view s) {
@@ -174,33 +88,6 @@ nlohmann::json tool_json(std::string_view text) {
 }
 
 }  // namespace
-
-const KernelPattern* match_kernel_line(std::string_view text, int* xid) {
-  const auto& c = compiled();
-  const re2::StringPiece sp(text.data(), text.size());
-  for (std::size_t i = 0; i < c.re.size(); ++i)
-    if (RE2::PartialMatch(sp, *c.re[i])) {
-      if (xid) {
-        int code = 0;
-        if (RE2::PartialMatch(sp, c.xid, &code)) *xid = code;
-      }
-      return &kernel_patterns()[i];
-    }
-  return nullptr;
-}
-
-std::string KernelLine::meaning() const {
-  if (!pattern) return "";
-  if (pattern->name == "nvidia_xid") return "NVIDIA Xid " + std::to_string(xid) + ": " + xid_meaning(xid);
-  std::string m(pattern->meaning);
-  if (pid > 0) m += " (pid " + std::to_string(pid) + (process.empty() ? "" : ", " + process) + ")";
-  return m;
-}
-
-std::string KernelLine::device() const {
-  if (gpu) return "GPU " + std::to_string(*gpu) + (bus_id.empty() ? "" : " [" + bus_id + "]");
-  return bus_id;
-}
 
 std::optional<GpuSample> parse_nvidia_smi_row(std::string_view csv) {
   const auto f = split(csv, ',');
@@ -350,6 +237,18 @@ void read_owner(std::string_view rest, HostSample& s) {
 
 }  // namespace
 
+void TelemetryParser::sample_row(char kind, std::string_view rest) {
+  if (samples_.empty()) return;  // a row before any sample line: nothing to attach it to
+  auto& s = samples_.back();
+  if (kind == 'R') return read_remap_row(rest, s);
+  if (kind == 'O') return read_owner(rest, s);
+  if (auto g = parse_nvidia_smi_row(rest))
+    s.gpus.push_back(*g);
+  else
+    note("nvidia-smi output does not parse (" + tool_version_ + "): '" + std::string(rest.substr(0, 120)) +
+         "'");
+}
+
 void TelemetryParser::line(std::string_view l) {
   if (l.empty()) return;
   const std::string_view rest = l.size() > 2 ? l.substr(2) : std::string_view();
@@ -364,15 +263,9 @@ void TelemetryParser::line(std::string_view l) {
       if (auto s = read_sample(rest)) samples_.push_back(std::move(*s));
       return;
     case 'G':
-      if (samples_.empty()) return;
-      if (auto g = parse_nvidia_smi_row(rest))
-        samples_.back().gpus.push_back(*g);
-      else
-        note("nvidia-smi output does not parse (" + tool_version_ + "): '" +
-             std::string(rest.substr(0, 120)) + "'");
-      return;
     case 'R':
-      if (!samples_.empty()) read_remap_row(rest, samples_.back());
+    case 'O':
+      sample_row(l[0], rest);
       return;
     case 'J':
       json_.append(rest).append("\n");
@@ -391,9 +284,6 @@ void TelemetryParser::line(std::string_view l) {
       return;
     case 'Q':
       process_block();
-      return;
-    case 'O':
-      if (!samples_.empty()) read_owner(rest, samples_.back());
       return;
     case 'N':
       note(std::string(rest));
@@ -507,7 +397,7 @@ std::string bus_of(const std::string& text) {
       return normalize_bus_id(std::string_view(text).substr(at + 5, end - at - 5));
   }
   std::string bdf;
-  if (RE2::PartialMatch(text, compiled().amdgpu_bdf, &bdf)) return normalize_bus_id(bdf);
+  if (RE2::PartialMatch(text, driver_lines().amdgpu_bdf, &bdf)) return normalize_bus_id(bdf);
   return {};
 }
 
@@ -518,7 +408,7 @@ std::string bus_of(const std::string& text) {
 void TelemetryParser::attach_process(const KernelLine& k) {
   std::string name;
   long long pid = 0;
-  if (k.bus_id.empty() || !RE2::PartialMatch(k.text, compiled().process, &name, &pid) || pid <= 0) return;
+  if (k.bus_id.empty() || !RE2::PartialMatch(k.text, driver_lines().process, &name, &pid) || pid <= 0) return;
   for (auto it = kernel_.rbegin(); it != kernel_.rend() && k.t - it->t <= kIncidentGapS; ++it)
     if (it->bus_id == k.bus_id) {
       if (it->pid == 0) {

@@ -122,6 +122,7 @@ class TelemetryParser {
  private:
   void line(std::string_view l);
   void json_block();
+  void sample_row(char kind, std::string_view rest);  // G, R, O: a row of the last sample
   void amd_block(const std::string& text);
   void process_block();
   void note(const std::string& n);

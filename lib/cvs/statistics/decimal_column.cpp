@@ -104,6 +104,23 @@ double DecimalColumn::from_key(std::uint64_t k) const {
   return std::bit_cast<double>((k >> 63) ? k & ~(std::uint64_t{1} << 63) : ~k);
 }
 
+void DecimalColumn::count_digits(const std::vector<std::pair<std::size_t, std::size_t>>& ranges, int shift,
+                                 bool top, DigitCounts& hist) const {
+  const std::uint64_t none = absent();
+  for (const auto& [b, e] : ranges)
+    for (std::size_t i = b; i < e; ++i) {
+      if (code(i) == none) continue;
+      const std::uint64_t k = sort_key(i);
+      if (width_ == kDoubles && !std::isfinite(from_key(k))) continue;
+      const std::uint64_t high = top ? 0 : k >> (shift + 16);
+      for (auto& h : hist)
+        if (h.first == high) {
+          ++h.second[(k >> shift) & 0xFFFF];
+          break;
+        }
+    }
+}
+
 std::vector<double> DecimalColumn::order_statistics(
     const std::vector<std::pair<std::size_t, std::size_t>>& ranges,
     const std::vector<std::size_t>& ranks) const {
@@ -114,28 +131,15 @@ std::vector<double> DecimalColumn::order_statistics(
   };
   std::vector<Want> want;
   for (auto r : ranks) want.push_back({0, r});
-  const std::uint64_t none = absent();
   for (int shift = bits - 16; shift >= 0; shift -= 16) {
     // One histogram of this digit per distinct prefix (ranks close together share one).
-    std::vector<std::pair<std::uint64_t, std::vector<std::size_t>>> hist;
+    DigitCounts hist;
     for (const auto& w : want) {
       bool seen = false;
       for (const auto& h : hist) seen |= h.first == w.prefix;
       if (!seen) hist.emplace_back(w.prefix, std::vector<std::size_t>(std::size_t{1} << 16, 0));
     }
-    const bool top = shift + 16 >= bits;
-    for (const auto& [b, e] : ranges)
-      for (std::size_t i = b; i < e; ++i) {
-        if (code(i) == none) continue;
-        const std::uint64_t k = sort_key(i);
-        if (width_ == kDoubles && !std::isfinite(from_key(k))) continue;
-        const std::uint64_t high = top ? 0 : k >> (shift + 16);
-        for (auto& h : hist)
-          if (h.first == high) {
-            ++h.second[(k >> shift) & 0xFFFF];
-            break;
-          }
-      }
+    count_digits(ranges, shift, shift + 16 >= bits, hist);
     for (auto& w : want) {
       const std::vector<std::size_t>* h = nullptr;
       for (const auto& x : hist)

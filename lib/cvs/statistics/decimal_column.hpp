@@ -76,6 +76,10 @@ class DecimalColumn {
                                        const std::vector<std::size_t>& ranks) const;
 
  private:
+  // order_statistics' pass over one 16-bit digit: per prefix found so far, its digits' counts.
+  using DigitCounts = std::vector<std::pair<std::uint64_t, std::vector<std::size_t>>>;
+  void count_digits(const std::vector<std::pair<std::size_t, std::size_t>>& ranges, int shift, bool top,
+                    DigitCounts& hist) const;
   static constexpr std::size_t kChunkBits = 16;
   static constexpr std::size_t kChunk = std::size_t{1} << kChunkBits;
 

@@ -61,45 +61,6 @@ void check_step_series(const std::vector<StepRecord>& steps, const std::string& 
       throw MetricsError(order_problem(source, steps[i - 1].step, steps[i].step));
 }
 
-PercentileRank percentile_rank(std::size_t n, double pct) {
-  const double rank = pct / 100.0 * static_cast<double>(n - 1);
-  PercentileRank r;
-  r.lo = static_cast<std::size_t>(std::floor(rank));
-  r.hi = static_cast<std::size_t>(std::ceil(rank));
-  r.frac = rank - static_cast<double>(r.lo);
-  return r;
-}
-
-std::vector<double> percentiles_in_place(std::vector<double>& v, const std::vector<double>& pcts) {
-  std::vector<double> out;
-  // The same values as sorting and interpolating between ranks lo and hi, in linear time: the
-  // lo-th element by selection, the hi-th as the least of those after it. Ascending percentiles
-  // select only among the elements above the previous one's.
-  std::size_t from = 0;
-  for (double pct : pcts) {
-    if (v.empty()) {
-      out.push_back(std::nan(""));
-      continue;
-    }
-    const auto r = percentile_rank(v.size(), pct);
-    if (r.lo < from) from = 0;  // not ascending: select among all again
-    std::nth_element(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(r.lo), v.end());
-    const double a = v[r.lo];
-    const double b = r.hi == r.lo ? a : *std::min_element(v.begin() + static_cast<long>(r.lo) + 1, v.end());
-    out.push_back(r.at(a, b));
-    from = r.lo;
-  }
-  return out;
-}
-
-double percentile_in_place(std::vector<double>& v, double pct) {
-  return percentiles_in_place(v, {pct})[0];
-}
-
-double percentile(std::vector<double> v, double pct) {
-  return percentile_in_place(v, pct);
-}
-
 std::optional<double> least_squares_slope(const std::vector<LossPoint>& pts) {
   return slope_of(
       [&](auto f) {
@@ -318,21 +279,25 @@ void StepSeries::exclude(const Queued& q, ExcludedBecause why, double ref) {
   async_notes_.push_back(head + because);
 }
 
+// A warm-up candidate (the run's first kWarmupSteps step numbers) of a run that does not start at
+// step 0 (MaxText's compile step) that is evidently a steady step, within kSteadyWarmup of the
+// records after it, is one: a log cut from mid-run, or lines numbered from 1, keep their first
+// records; a compile-long or dispatch-short one is dropped.
+bool StepSeries::steady_warmup(const StepRecord& r) const {
+  if (warmup_end_step_ == static_cast<long long>(kWarmupSteps)) return false;
+  const auto ref = reference_seconds();
+  return ref && *ref > 0 && *r.seconds <= kSteadyWarmup * *ref && *r.seconds * kSteadyWarmup >= *ref;
+}
+
 void StepSeries::judge_front() {
   Queued q = std::move(queue_.front());
   queue_.erase(queue_.begin());
   const StepRecord& r = q.r;
   const bool timed = is_timed(r);
-  // A warm-up candidate (the run's first kWarmupSteps step numbers) of a run that does not start at
-  // step 0 (MaxText's compile step) that is evidently a steady step, within kSteadyWarmup of the
-  // records after it, is one: a log cut from mid-run, or lines numbered from 1, keep their first
-  // records; a compile-long or dispatch-short one is dropped.
-  if (q.warmup && timed && warmup_end_step_ != static_cast<long long>(kWarmupSteps))
-    if (const auto ref = reference_seconds();
-        ref && *ref > 0 && *r.seconds <= kSteadyWarmup * *ref && *r.seconds * kSteadyWarmup >= *ref) {
-      q.warmup = false;
-      ++warmup_kept_;
-    }
+  if (q.warmup && timed && steady_warmup(r)) {
+    q.warmup = false;
+    ++warmup_kept_;
+  }
   const bool speed = !q.warmup && !r.rampup && !r.profiler_boundary && r.seconds.has_value();
   if (timed && !q.warmup) judged_seconds_ += *r.seconds;
   if (timed) {
@@ -621,19 +586,6 @@ void StepSeries::stall_metrics(RunMetrics& m) {
                     " % of the steps' time (" + named + (stall_count_ > stalls_.size() ? ", ..." : "") + ")";
   m.notes.push_back(m.stall_summary +
                     ": left out of the speed figures, which say what the hardware does when it runs");
-}
-
-RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vector<EvalRecord>& evals,
-                           const MetricsContext& ctx, const std::vector<StepMarker>& markers) {
-  StepSeries series(ctx, true);
-  for (const auto& e : evals) series.add_eval(e);
-  std::size_t k = 0;  // the markers before each step's line, in log order
-  for (const auto& s : steps) {
-    for (; k < markers.size() && markers[k].line_no < s.line_no; ++k) series.add_marker(markers[k]);
-    series.add(s);
-  }
-  for (; k < markers.size(); ++k) series.add_marker(markers[k]);
-  return series.finish();
 }
 
 }  // namespace cvs

@@ -111,11 +111,6 @@ struct RunMetrics {
 // Rejects duplicate step numbers and step numbers that go down (a blended or restarted log).
 void check_step_series(const std::vector<StepRecord>& steps, const std::string& source);
 
-// markers: the log's checkpoint saves and profiler windows (ScanResult::markers), placed among
-// the steps by their line numbers; none for steps that were not read from the log.
-RunMetrics compute_metrics(const std::vector<StepRecord>& steps, const std::vector<EvalRecord>& evals,
-                           const MetricsContext& ctx, const std::vector<StepMarker>& markers = {});
-
 // The last N values pushed, oldest first (a fixed ring: no allocation per record).
 template <class T, std::size_t N>
 class Tail {
@@ -133,9 +128,9 @@ class Tail {
 
 // The same metrics from records fed one at a time, in log order, evals among them: what it keeps
 // is a few bytes per timed step (TimedSeries) and the sampled loss curve as compact columns,
-// never the records, so `cvs metrics` reads a multi-GB log in bounded memory. compute_metrics is
-// this fed from vectors (evals first). With keep_curves, RunMetrics gets every step's loss and
-// the sampled points (for plots); without, they stay empty and only the figures are computed.
+// never the records, so `cvs metrics` reads a multi-GB log in bounded memory. compute_metrics
+// (run_figures.hpp) is this fed from vectors (evals first). With keep_curves, RunMetrics gets every step's
+// loss and the sampled points (for plots); without, they stay empty and only the figures are computed.
 class StepSeries {
  public:
   StepSeries(const MetricsContext& ctx, bool keep_curves);
@@ -173,6 +168,7 @@ class StepSeries {
     std::optional<std::pair<ExcludedBecause, long long>> mark;  // an event its time may include
   };
   void judge_front();
+  bool steady_warmup(const StepRecord& r) const;    // a timed warm-up candidate that is a steady step
   std::optional<double> reference_seconds() const;  // for the front record
   std::optional<ExcludedBecause> excluded_because(const Queued& q, double ref);
   void exclude(const Queued& q, ExcludedBecause why, double ref);

@@ -1,4 +1,5 @@
 #include "cvs/verdicts/early_stop.hpp"
+#include "cvs/statistics/run_figures.hpp"
 
 #include <algorithm>
 
