@@ -90,10 +90,23 @@ TEST(CertifyPlan, FromTheConfigsStepsAndTheStatedGuess) {
   EXPECT_DOUBLE_EQ(plan.tiers[1].minutes * 60, 2 * 350.0 + 206);
   EXPECT_DOUBLE_EQ(plan.tiers[1].node_minutes * 60, 4 * 350.0 + 206);
   EXPECT_NE(plan.tiers[1].runs.find("the checkpoint save and resume once"), std::string::npos);
-  // links: two rounds of 2 pairs, 2 at once; scale: rungs 1, 2, 4
-  EXPECT_DOUBLE_EQ(plan.tiers[2].minutes * 60, 2 * 130.0);
+  // links: one round of 2 pairs, 2 at once (the estimate said two rounds until it and the tier
+  // shared certify/tier_runs.hpp: a second runs only for a slow pair); scale: rungs 1, 2, 4
+  EXPECT_DOUBLE_EQ(plan.tiers[2].minutes * 60, 130.0);
+  EXPECT_DOUBLE_EQ(plan.tiers[2].node_minutes * 60, 2 * 2 * 130.0);
   EXPECT_DOUBLE_EQ(plan.tiers[3].node_minutes * 60, (1 + 2 + 4) * 130.0);
-  EXPECT_EQ(plan.tiers[3].runs, "the ladder of 1, 2, 4 node(s)");
+  EXPECT_EQ(plan.tiers[3].runs.rfind("the ladder of 1, 2, 4 node(s); at most ", 0), 0u) << plan.tiers[3].runs;
+  // The reruns each may call for, bounded beside the estimate: links, every pair slow (2 + 5 x 2
+  // two-node runs, 1 + 5 rounds of 2 at once); scale, each rung twice more with 2x and 4x its steps
+  // (100 + 120 x 0.5, 100 + 240 x 0.5 each).
+  EXPECT_NE(plan.tiers[2].runs.find(fmt::format("at most ~{:.1f} min, {:.1f} node-min with every rerun",
+                                                (130.0 + 5 * 130) / 60, (4 + 20) * 130.0 / 60)),
+            std::string::npos)
+      << plan.tiers[2].runs;
+  EXPECT_NE(plan.tiers[3].runs.find(fmt::format("at most ~{:.1f} min, {:.1f} node-min with every rerun",
+                                                3 * (130.0 + 160 + 220) / 60, 7 * (130.0 + 160 + 220) / 60)),
+            std::string::npos)
+      << plan.tiers[3].runs;
   EXPECT_NEAR(plan.gpu_hours, plan.node_minutes / 60 * 8, 1e-12);
   EXPECT_FALSE(plan.tiers[1].from_history);
   EXPECT_EQ(plan.tiers[1].runs.find("up to"), std::string::npos) << "no target: no cap to reach";

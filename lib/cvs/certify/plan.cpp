@@ -1,4 +1,5 @@
 #include "cvs/certify/plan.hpp"
+#include "cvs/certify/tier_runs.hpp"
 
 #include <fmt/format.h>
 
@@ -10,69 +11,60 @@ namespace cvs::certify {
 
 namespace {
 
-std::size_t batches(std::size_t runs, std::size_t max_parallel) {
-  const std::size_t at_once = max_parallel ? std::min(max_parallel, runs) : runs;
-  return at_once ? (runs + at_once - 1) / at_once : 0;
+// A tier's runs in words: its certain groups (certify/tier_runs.hpp).
+std::string runs_of(TierKind k, const std::vector<RunGroup>& groups, std::size_t n) {
+  if (k == TierKind::Scale) {
+    std::string s;
+    for (auto k2 : ladder(n)) s += (s.empty() ? "" : ", ") + std::to_string(k2);
+    return "the ladder of " + s + " node(s)";
+  }
+  std::string s;
+  for (const auto& g : groups)
+    if (g.certain) s += (s.empty() ? "" : "; ") + g.what;
+  return s;
 }
 
-std::string runs_of(TierKind k, const Options& o, const Inputs& in, std::size_t n) {
-  switch (k) {
-    case TierKind::Preflight:
-      return "each node's setup" + std::string(in.distributed_config.empty()
-                                                   ? ""
-                                                   : ", and the distributed config's setup and RDMA check");
-    case TierKind::Nodes:
-      if (user_filter(o)) return "the stages the --gtest_filter keeps, on each node";
-      return fmt::format("the setup and {} sweep(s)' training and speed gates on each node{}",
-                         in.single_steps.size(),
-                         in.checkpoint_resume ? "; the checkpoint save and resume once, on one node" : "");
-    case TierKind::Links:
-      return fmt::format("two rounds of {} two-node run(s)", n / 2);
-    case TierKind::Scale: {
-      std::string s;
-      for (auto k2 : ladder(n)) s += (s.empty() ? "" : ", ") + std::to_string(k2);
-      return "the ladder of " + s + " node(s)";
-    }
+struct Cost {
+  double wall = 0, node = 0;  // seconds
+};
+
+// A tier's wall and node seconds from its groups, the configs' steps and the guess: the certain
+// groups, or with `reruns` every group; `capped`: each run to its cap where it has one.
+Cost guessed(const std::vector<RunGroup>& groups, std::size_t max_parallel, const PlanGuess& g, bool reruns,
+             bool capped = false) {
+  Cost c;
+  for (const auto& r : groups) {
+    if (!r.certain && !reruns) continue;
+    const long long steps = capped && r.steps_at_cap > 0 ? r.steps_at_cap : r.steps;
+    const double run = r.startups * g.startup_s + static_cast<double>(steps) * g.step_s;
+    c.wall += static_cast<double>(rounds_of(r, max_parallel)) * run;
+    c.node += static_cast<double>(r.runs * r.nodes) * run;
   }
-  return "";
+  return c;
 }
 
-// A tier's wall and node seconds from the configs' steps and the guess.
-// capped: the nodes tier's runs each to its cap (statistics.extend_max_steps), as a precision
-// target (--detect-slowdown-pct) may have them step.
-std::pair<double, double> guessed(TierKind k, const Options& o, const Inputs& in, std::size_t n,
-                                  const PlanGuess& g, bool capped = false) {
-  const auto run = [&](long long steps) { return g.startup_s + static_cast<double>(steps) * g.step_s; };
-  const auto per_node_batches = static_cast<double>(batches(n, o.max_parallel));
-  switch (k) {
-    case TierKind::Preflight: {
-      const double per = g.startup_s / 4 * (in.distributed_config.empty() ? 1 : 2);  // setup alone
-      return {per_node_batches * per, static_cast<double>(n) * per};
-    }
-    case TierKind::Nodes: {
-      double per = 0;
-      for (auto s : capped ? in.single_caps : in.single_steps) per += run(s);
-      const double ck = in.checkpoint_resume && !user_filter(o)
-                            ? 2 * g.startup_s + static_cast<double>(in.checkpoint_steps) * g.step_s
-                            : 0;
-      return {per_node_batches * per + ck, static_cast<double>(n) * per + ck};
-    }
-    case TierKind::Links: {
-      const std::size_t pairs = n / 2;
-      const double per = run(in.distributed_steps);
-      return {2 * static_cast<double>(batches(pairs, o.max_parallel)) * per,
-              2 * static_cast<double>(pairs) * 2 * per};
-    }
-    case TierKind::Scale: {
-      double wall = 0, node = 0;
-      for (auto k2 : ladder(n)) {
-        wall += run(in.distributed_steps);
-        node += static_cast<double>(k2) * run(in.distributed_steps);
-      }
-      return {wall, node};
-    }
+// The bounds beside a guessed estimate: every run to its cap for a precision target; every rerun
+// the tier may call for.
+std::string bounds(const std::vector<RunGroup>& groups, const Options& o, const Inputs& in,
+                   const PlanGuess& g, TierKind k) {
+  std::string s;
+  const double target = in.certificate.inputs.detect_slowdown_pct;
+  if (k == TierKind::Nodes && target > 0) {
+    const auto most = guessed(groups, o.max_parallel, g, false, true);
+    s += fmt::format(
+        "; up to ~{:.1f} min, {:.1f} node-min if every run steps to its cap for --detect-slowdown-pct {:g}",
+        most.wall / 60, most.node / 60, target);
   }
-  return {0, 0};
+  std::string again;
+  for (const auto& r : groups)
+    if (!r.certain) again += (again.empty() ? "" : ", ") + r.what;
+  if (k == TierKind::Scale) again = "each rung twice more (2x and 4x its steps) while it has no interval";
+  if (!again.empty()) {
+    const auto most = guessed(groups, o.max_parallel, g, true);
+    s += fmt::format("; at most ~{:.1f} min, {:.1f} node-min with every rerun it may call for ({})",
+                     most.wall / 60, most.node / 60, again);
+  }
+  return s;
 }
 
 }  // namespace
@@ -93,7 +85,8 @@ Plan make_plan(const Options& o, const Inputs& in,
   for (const auto& t : in.certificate.tiers) {
     TierPlan tp;
     tp.kind = t.kind;
-    tp.runs = runs_of(t.kind, o, in, n);
+    const auto groups = tier_runs(t.kind, o, in, n);
+    tp.runs = runs_of(t.kind, groups, n);
     const std::map<std::string, double>* rec = nullptr;
     if (earlier)
       if (const auto it = earlier->tiers.find(to_string(t.kind)); it != earlier->tiers.end())
@@ -113,16 +106,10 @@ Plan make_plan(const Options& o, const Inputs& in,
       tp.node_minutes = rec->at("node_minutes");
       tp.from_history = true;
     } else {
-      const auto [wall, node] = guessed(t.kind, o, in, n, guess);
-      tp.minutes = wall / 60;
-      tp.node_minutes = node / 60;
-      if (t.kind == TierKind::Nodes && target > 0) {
-        const auto [most_wall, most_node] = guessed(t.kind, o, in, n, guess, true);
-        tp.runs += fmt::format(
-            "; up to ~{:.1f} min, {:.1f} node-min if every run steps to its cap for "
-            "--detect-slowdown-pct {:g}",
-            most_wall / 60, most_node / 60, target);
-      }
+      const auto cost = guessed(groups, o.max_parallel, guess, false);
+      tp.minutes = cost.wall / 60;
+      tp.node_minutes = cost.node / 60;
+      tp.runs += bounds(groups, o, in, guess, t.kind);
     }
     p.minutes += tp.minutes;
     p.node_minutes += tp.node_minutes;

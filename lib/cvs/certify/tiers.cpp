@@ -1,6 +1,7 @@
 #include "cvs/certify/tiers.hpp"
 #include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/catalog/stage_names.hpp"
+#include "cvs/certify/tier_runs.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -94,6 +95,7 @@ Outcome outcome_of(const std::vector<FleetNode>& runs, const TierRecord& t) {
 class PreflightTier final : public Tier {
  public:
   TierKind kind() const override { return TierKind::Preflight; }
+  bool runs_first() const override { return true; }
   void run(Certification& c, TierRecord& t) const override {
     const auto nodes = c.healthy_nodes();
     const fs::path dir(t.dir);
@@ -200,6 +202,7 @@ void checkpoint_once(Certification& c, TierRecord& t, const std::vector<FleetNod
 class NodesTier final : public Tier {
  public:
   TierKind kind() const override { return TierKind::Nodes; }
+  bool runs_first() const override { return true; }
   void run(Certification& c, TierRecord& t) const override {
     const auto nodes = c.healthy_nodes();
     const bool own = user_filter(c.o);
@@ -258,7 +261,6 @@ class NodesTier final : public Tier {
 class LinksTier final : public Tier {
  public:
   TierKind kind() const override { return TierKind::Links; }
-  double runs_needed(std::size_t) const override { return 2; }  // two rounds of pairs
   std::string cannot_start(std::size_t healthy) const override {
     return healthy == 0 ? "no healthy node left" : healthy < 2 ? "fewer than two healthy nodes: no pair" : "";
   }
@@ -296,9 +298,6 @@ class LinksTier final : public Tier {
 class ScaleTier final : public Tier {
  public:
   TierKind kind() const override { return TierKind::Scale; }
-  double runs_needed(std::size_t healthy) const override {
-    return static_cast<double>(ladder(healthy).size());
-  }
   void run(Certification& c, TierRecord& t) const override;
 
  private:
@@ -343,7 +342,8 @@ void ScaleTier::run_once(Certification& c, const std::vector<Node>& nodes, bool 
 }
 
 // A rung, extended as a speed gate is: a run that ends without a steady-state interval (too few
-// steady steps for its noise) runs again with twice the steps, at most twice.
+// steady steps for its noise) runs again with kRungRerunMultiples of its steps (2x, then 4x:
+// certify/tier_runs.hpp).
 Rung ScaleTier::run_rung(Certification& c, const std::vector<Node>& nodes, std::size_t k, bool last,
                          const fs::path& dir) {
   Rung g;
@@ -352,9 +352,9 @@ Rung ScaleTier::run_rung(Certification& c, const std::vector<Node>& nodes, std::
   const fs::path rdir = dir / (std::to_string(k) + "-nodes");
   run_once(c, nodes, last, c.in.distributed_config, rdir, g);
   const long long configured = c.in.distributed_steps;
-  for (long long steps = configured * 2; g.status == Outcome::Pass && !g.interval && configured > 0 &&
-                                         !c.runner.interrupted() && steps <= configured * 4;
-       steps *= 2) {
+  for (const long long m : kRungRerunMultiples) {
+    if (g.status != Outcome::Pass || g.interval || configured <= 0 || c.runner.interrupted()) break;
+    const long long steps = m * configured;
     spdlog::info("certify scale: {} node(s) once more with {} steps, for an interval", k, steps);
     run_once(c, nodes, last, distributed_config_with_steps(c.o, c.in, steps),
              rdir / ("steps-" + std::to_string(steps)), g);
@@ -462,11 +462,19 @@ void run_tier(Certification& c, const Tier& tier, TierRecord& t) {
 // one's kept nodes tier too).
 std::string budget_stop(const Certification& c, const Tier& tier) {
   const auto& cert = c.in.certificate;
-  const double need_min = tier.runs_needed(cert.healthy().size()) * run_estimate_s(cert) / 60;
+  const double need_min = tier.runs_needed(c.o, c.in, cert.healthy().size()) * run_estimate_s(cert) / 60;
   return over_budget(need_min, c.o.budget_minutes, c.elapsed_min());
 }
 
 }  // namespace
+
+double Tier::runs_needed(const Options& o, const Inputs& in, std::size_t healthy) const {
+  if (runs_first()) return 0;
+  std::size_t rounds = 0;
+  for (const auto& g : tier_runs(kind(), o, in, healthy))
+    if (g.certain) rounds += rounds_of(g, o.max_parallel);
+  return static_cast<double>(rounds);
+}
 
 const Tier& tier_of(TierKind k) {
   static const PreflightTier preflight;
