@@ -94,9 +94,25 @@ set(CPACK_PACKAGE_NAME ${CVS_PACKAGE})
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
-set(CVS_PACKAGE_MAINTAINER "cvs-maxtext maintainers <cvs-maxtext@example.org>" CACHE STRING
-    "The .deb's Maintainer field: a site packaging its own build names itself")
-set(CPACK_PACKAGE_CONTACT "${CVS_PACKAGE_MAINTAINER}")
+# The .deb's Maintainer: whoever packages this build, never a made-up address. -D
+# CVS_PACKAGE_MAINTAINER="Name <mail>", else Debian's DEBFULLNAME and DEBEMAIL, else the author of
+# the commit built (git); with none, the build goes on and cpack refuses to package.
+if(NOT CVS_PACKAGE_MAINTAINER AND DEFINED ENV{DEBFULLNAME} AND DEFINED ENV{DEBEMAIL})
+  set(CVS_PACKAGE_MAINTAINER "$ENV{DEBFULLNAME} <$ENV{DEBEMAIL}>")
+endif()
+if(NOT CVS_PACKAGE_MAINTAINER)
+  find_program(CVS_GIT git)
+  if(CVS_GIT)
+    execute_process(COMMAND ${CVS_GIT} -C ${PROJECT_SOURCE_DIR} log -1 "--format=%an <%ae>"
+                    OUTPUT_VARIABLE CVS_PACKAGE_MAINTAINER OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  endif()
+endif()
+if(CVS_PACKAGE_MAINTAINER MATCHES "^[^<>]+ <[^<>@ ]+@[^<>@ ]+>$")
+  set(CPACK_PACKAGE_CONTACT "${CVS_PACKAGE_MAINTAINER}")
+else()
+  message(STATUS "no .deb Maintainer ('${CVS_PACKAGE_MAINTAINER}'): cpack will refuse (fix: "
+                 "-DCVS_PACKAGE_MAINTAINER=\"Name <mail>\", or export DEBFULLNAME and DEBEMAIL)")
+endif()
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "cluster validation suite: JAX MaxText pre-training, gated")
 set(CPACK_PACKAGE_DESCRIPTION
     "Runs JAX MaxText pre-training on one or many GPU nodes (local, ssh, Slurm;
@@ -113,5 +129,9 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, openssh-client")
 # so no Depends: a CPU or NVIDIA node never pays its ~255 MB.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "podman | docker.io, slurm-client, libamdhip64-5, man-db")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://localhost/cvs-maxtext")
+# Homepage: only when the site has one to name (-DCVS_PACKAGE_HOMEPAGE=URL); none is made up.
+set(CVS_PACKAGE_HOMEPAGE "" CACHE STRING "the .deb's Homepage field (none when empty)")
+if(CVS_PACKAGE_HOMEPAGE)
+  set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "${CVS_PACKAGE_HOMEPAGE}")
+endif()
 include(CPack)

@@ -32,6 +32,8 @@ for t in chromium slurm-wlm slurmd postgresql prometheus googletest libgtest lib
   dpkg-deb -f "$deb" Depends | tr ',|' '\n\n' | sed 's/^ *//; s/ .*//' | grep -qx "$t" && fail "Depends names the test-only package $t"
 done
 # HIP is opened at run time by cvs-gpu-probe: no node pays for it (libllvm, comgr, ICU: ~255 MB).
+# No placeholder in the control fields (a made-up Homepage or Maintainer address).
+! dpkg-deb -f "$deb" Maintainer Homepage | grep -qiE 'example\.(org|com)|localhost' || fail "a placeholder in the control fields: $(dpkg-deb -f "$deb" Maintainer Homepage)"
 dpkg-deb -f "$deb" Depends | grep -qiE 'hip|llvm|comgr' && fail "Depends names a HIP library: $(dpkg-deb -f "$deb" Depends)"
 if command -v lintian >/dev/null; then
   tags=$(lintian --tag-display-limit 0 "$deb" 2>&1 | grep -v 'running with root privileges' || true)
@@ -80,6 +82,9 @@ man -P cat cvs-gpu-probe 2>/dev/null | grep -q 'cvs-gpu-probe' || fail "man cvs-
 cvs config list | grep -q cpu_jaxmaxtext_tiny_single.json || fail "cvs config list"
 man -P cat cvs 2>/dev/null | grep -q 'setup-venv' || fail "man cvs"
 man -P cat cvs-run 2>/dev/null | grep -q -- '--config' || fail "man cvs-run"
+for page in /usr/share/man/man1/cvs*.1.gz; do  # help2man writes ??? for what it could not render
+  ! zcat "\$page" | grep -qF '???' || fail "\$page: help2man lost a character: \$(zcat "\$page" | grep -F '???' | head -1)"
+done
 dpkg -L cvs-maxtext > /tmp/files.txt
 grep -v '^/usr' /tmp/files.txt | grep -v '^/\.\$' && fail "dpkg -L lists a file outside /usr"
 grep -E '$src|$build' /tmp/files.txt && fail "dpkg -L lists a path of the source or build tree"
@@ -102,6 +107,12 @@ left=\$(while read -r f; do if [[ -f "\$f" || -L "\$f" ]]; then echo "\$f"; fi; 
 for d in /usr/share/cvs-maxtext /usr/libexec/cvs-maxtext /usr/share/doc/cvs-maxtext; do [[ ! -e \$d ]] || fail "\$d left"; done
 dpkg-query -W cvs-maxtext >/dev/null 2>&1 && fail "dpkg still knows cvs-maxtext"
 step "purged: none of its \$(wc -l < /tmp/files.txt) paths left"
+# What apt installed for it stays, marked automatic, until autoremove (docs/install.md says so).
+dpkg-query -W -f='\${Package}\n' > /tmp/after-purge.txt
+kept=\$(comm -13 <(sort /tmp/before.txt) <(sort /tmp/after-purge.txt) | wc -l)
+apt-get autoremove --purge -y -q >/tmp/autoremove.log 2>&1 || { cat /tmp/autoremove.log; fail "autoremove"; }
+dpkg-query -W -f='\${Package}\n' | sort | cmp -s - <(sort /tmp/before.txt) || fail "apt-get autoremove --purge left packages the .deb brought: \$(comm -13 <(sort /tmp/before.txt) <(dpkg-query -W -f='\${Package}\n' | sort) | head)"
+step "the \$kept package(s) apt installed for it: gone with apt-get autoremove --purge"
 INSIDE
 
 step "in the root (private mount namespace: /proc, /dev, /sys vanish with it)"
