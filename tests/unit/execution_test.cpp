@@ -494,6 +494,30 @@ TEST_F(NodeAgent, StartRecordsTheExitCodeAndStopKillsTheWholeSession) {
   EXPECT_FALSE(fs::exists(dir / "rc2")) << "killed: no exit code recorded";
 }
 
+// A stopped run's sampler takes one last sample before it goes (an incident's kernel lines logged
+// after the sample that failed the run are read), and the stop waits for it: the whole process
+// group, not the session leader alone.
+TEST_F(NodeAgent, AStopLetsTheTelemetrySamplerTakeItsLastSample) {
+  const auto log = (dir / "t/node-0/training.log").string(), out = (dir / "t/node-0/telemetry.log").string(),
+             pid = (dir / "t/node-0/pid").string();
+  ASSERT_TRUE(run(cvs::agent::start_detached(log, (dir / "t/node-0/rc").string(), pid,
+                                             cvs::agent::with_telemetry(out, 300, log, {"sleep", "300"})))
+                  .ok());
+  const auto samples = [&] {
+    const auto text = fs::exists(out) ? cvs::test::read_file(out) : "";
+    std::size_t n = text.rfind("S ", 0) == 0 ? 1 : 0;
+    for (std::size_t at = 0; (at = text.find("\nS ", at)) != std::string::npos; ++at) ++n;
+    return std::pair{n, text};
+  };
+  for (int i = 0; i < 100 && samples().first == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(samples().first, 1u) << "the first sample; the next is 300 s away";
+  ASSERT_TRUE(run(cvs::agent::stop(pid, 10)).ok());
+  const auto [n, text] = samples();
+  EXPECT_EQ(n, 2u) << text;
+  EXPECT_EQ(text.substr(text.size() - 2), "F\n") << "the sampler finished: " << text;
+}
+
 // A pid file names a process by number only: on a temp_dir nodes share, another node's pid file
 // holds a number that here is some other process. A stop signals only a session whose command
 // line names the pid file's folder (start_detached's does), a folder of them likewise.

@@ -16,6 +16,21 @@ alive() {
   } 2>/dev/null
 }
 
+# group_alive PGID: a process of the group exists and is not a zombie (the run's session: its
+# training, and the telemetry sampler taking its last sample). Shell builtins only.
+group_alive() {
+  gpid=$1
+  for st in /proc/[0-9]*/stat; do
+    read -r x <"$st" 2>/dev/null || continue
+    x=${x##*) }  # past "PID (COMM) ": the command may hold spaces and parentheses
+    # shellcheck disable=SC2086 # its fields: state ppid pgrp ...
+    set -- $x
+    case $1 in Z*) continue ;; esac
+    [ "$3" = "$gpid" ] && return 0
+  done
+  return 1
+}
+
 # names PID WORD: the process's command line has WORD in it (a warm trainer's: its socket's name).
 names() {
   grep -qaF -- "$2" "/proc/$1/cmdline" 2>/dev/null

@@ -19,10 +19,12 @@ stop_run() {
   if [ -e "/proc/$p" ] && ! names "$p" "${pidf%/*}/"; then return 2; fi
   kill -TERM "-$p" 2>/dev/null || return 2
 }
-# await_run: waits up to GRACE for session $p to end, then KILL.
+# await_run: waits up to GRACE for session $p's process group to end (not its leader alone: the
+# telemetry sampler takes a last sample on TERM, the kernel's lines of the incident that stopped
+# the run among them), then KILL.
 await_run() {
   i=0
-  while alive "$p" && [ $i -lt $((grace * 5)) ]; do
+  while group_alive "$p" && [ $i -lt $((grace * 5)) ]; do
     sleep 0.2
     i=$((i + 1))
   done

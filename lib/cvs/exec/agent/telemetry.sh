@@ -144,14 +144,22 @@ sample() {
   if [ $kmsg = 1 ]; then dd bs=16384 iflag=nonblock <&7 2>/dev/null | sed -n 's/^\([0-9]\)/K \1/p' >&5; fi
 }
 woke=0
+# USR1: the training ended (with_telemetry); TERM: the run is stopped (stop.sh waits for the group).
+# Either way one last sample, at once: an incident's lines logged after the sample that failed
+# the run are read.
 trap 'woke=1' USR1
+trap 'woke=1 stopped=1' TERM
+stopped=0
 which=first
 while :; do
   sample "$which"
   which=
   if [ $woke = 1 ] || ! alive "$pid"; then
+    # Stopped while it sampled: the TERM reached that sample's readers too; one whole sample more.
+    if [ $stopped = 1 ]; then
+      sample last
     # Gone at once: that sample was the last too (amd-smi's bad pages again).
-    if [ "$tool" = amd-smi ]; then amd_block bad-pages bad-pages; fi
+    elif [ "$tool" = amd-smi ]; then amd_block bad-pages bad-pages; fi
     break
   fi
   # A USR1 during the sleep ends the wait: the last sample follows at once.
