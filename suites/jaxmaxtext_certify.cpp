@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   cvs::certify::PlanGuess guess;
   if (auto rc = cvs::fleet::check_at_edge(app, "cvs certify", [&] {
         o = parse_options(app, argc, argv, reports, guess);
-        cvs::fleet::check_suite_args("jaxmaxtext_single", o.suite_args);  // a typo runs nothing
+        cvs::certify::check_suite_args("jaxmaxtext_single", o.suite_args);  // a typo runs nothing
         in = cvs::certify::load_inputs(o);  // every check before any node runs or anything is written
         reports.history = o.history;        // resolved: a resumed certification's own store
       }))

@@ -112,8 +112,8 @@ cvs::Cluster load_inputs(FleetOptions& o) {
   return cluster;
 }
 
-cvs::fleet::NodeRuns node_runs(const FleetOptions& o, const fs::path& root, const fs::path& config) {
-  cvs::fleet::NodeRuns r;
+cvs::certify::NodeRuns node_runs(const FleetOptions& o, const fs::path& root, const fs::path& config) {
+  cvs::certify::NodeRuns r;
   r.config = config;
   r.root = root;
   r.thresholds = o.baseline;
@@ -123,13 +123,13 @@ cvs::fleet::NodeRuns node_runs(const FleetOptions& o, const fs::path& root, cons
 }
 
 int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
-  cvs::fleet::Allocation allocation(cluster, "fleet");
+  cvs::certify::Allocation allocation(cluster, "fleet");
   if (auto why = allocation.acquire(); !why.empty()) {
     spdlog::error("fleet: {}", why);
     return cvs::kExitInfra;
   }
   const auto nodes =
-      cvs::fleet::run_nodes(node_runs(o, o.output / "nodes", o.config), cluster, cluster.nodes);
+      cvs::certify::run_nodes(node_runs(o, o.output / "nodes", o.config), cluster, cluster.nodes);
   auto score = cvs::score_fleet(nodes, o.policy);
   std::optional<cvs::PairsResult> pairs;
   if (!o.pairs_config.empty()) {
@@ -141,7 +141,7 @@ int run_fleet(const FleetOptions& o, cvs::Cluster cluster) {
     else {
       auto spec = node_runs(o, o.output / "pairs", o.pairs_config);
       spec.thresholds.clear();
-      pairs = cvs::fleet::run_pairs(spec, cluster, healthy, o.policy.min_deviation);
+      pairs = cvs::certify::run_pairs(spec, cluster, healthy, o.policy.min_deviation);
       cvs::write_pairs_outputs(o.output, *pairs);
       if (cvs::g_interrupted.load()) {  // runs cut short or never started say nothing of a link
         spdlog::warn(
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   if (auto rc = cvs::fleet::check_at_edge(app, "jaxmaxtext_fleet", [&] {
         o = parse_options(app, argc, argv);
         cluster = load_inputs(o);
-        cvs::fleet::check_suite_args("jaxmaxtext_single", o.suite_args);  // a typo runs nothing
+        cvs::certify::check_suite_args("jaxmaxtext_single", o.suite_args);  // a typo runs nothing
       }))
     return *rc;
   cvs::install_interrupt_handler();  // the fleet scores what it has, releases, writes its outputs

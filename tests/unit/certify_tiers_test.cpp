@@ -70,7 +70,7 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
     n.phases.runs = 1;
     return n;
   }
-  static std::string filter_in(const cvs::fleet::NodeRuns& spec) {
+  static std::string filter_in(const cvs::certify::NodeRuns& spec) {
     for (const auto& a : spec.args)
       if (a.rfind("--gtest_filter=", 0) == 0) return a.substr(15);
     return "";
@@ -85,7 +85,7 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
     ended = configs;
     calls_when_ended = calls.size();
   }
-  void note(const cvs::fleet::NodeRuns& spec, const std::vector<std::string>& names) {
+  void note(const cvs::certify::NodeRuns& spec, const std::vector<std::string>& names) {
     std::string line = spec.root.filename().string() + ":";
     for (const auto& n : names) line += " " + n;
     calls.push_back(line);
@@ -94,7 +94,7 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
     scopes.push_back(w != spec.args.end() && w + 1 != spec.args.end() ? *(w + 1) : "");
     if (!interrupt_in.empty() && spec.root.filename() == interrupt_in) stopped = true;
   }
-  std::vector<FleetNode> each(const cvs::fleet::NodeRuns& spec,
+  std::vector<FleetNode> each(const cvs::certify::NodeRuns& spec,
                               const std::vector<cvs::Node>& nodes) override {
     std::vector<std::string> names;
     for (const auto& n : nodes) names.push_back(n.name);
@@ -136,7 +136,7 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
     }
     return out;
   }
-  FleetNode together(const cvs::fleet::NodeRuns& spec, const std::vector<cvs::Node>& nodes,
+  FleetNode together(const cvs::certify::NodeRuns& spec, const std::vector<cvs::Node>& nodes,
                      const std::string&, const std::string& label) override {
     std::vector<std::string> names;
     double slowest = 1e300;
@@ -159,7 +159,7 @@ struct SimulatedCluster final : cvs::certify::SuiteRunner {
     if (rung_without_interval_once.erase(nodes.size())) n.intervals.clear();
     return n;
   }
-  cvs::PairsResult pairs(const cvs::fleet::NodeRuns& spec, const std::vector<std::string>& healthy,
+  cvs::PairsResult pairs(const cvs::certify::NodeRuns& spec, const std::vector<std::string>& healthy,
                          double min_deviation) override {
     note(spec, healthy);
     return cvs::localise_links(
@@ -206,8 +206,8 @@ struct Certification {
     }
     in.single_config = dir / "inputs" / "single_config.json";
     in.distributed_config = dir / "inputs" / "distributed_config.json";
-    cvs::fleet::write_json(in.distributed_config, {{"train_params", {{"maxtext_config", {{"steps", 100}}}}},
-                                                   {"sweeps", {{kSweep, {{"steps", 100}}}}}});
+    cvs::certify::write_json(in.distributed_config, {{"train_params", {{"maxtext_config", {{"steps", 100}}}}},
+                                                     {"sweeps", {{kSweep, {{"steps", 100}}}}}});
     in.first_sweep = kSweep;
     in.distributed_steps = 100;
     for (auto k : kinds) {

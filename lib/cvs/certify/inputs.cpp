@@ -138,7 +138,7 @@ fs::path write_run_config(const fs::path& from, const SuiteConfig& loaded, const
   j["statistics"]["on_inconclusive"] = fixed_steps ? "fail" : "extend";
   if (stop_half_width_pct > 0) j["statistics"]["stop_half_width_pct"] = stop_half_width_pct;
   if (fixed_steps) j["statistics"].erase("stop_half_width_pct");  // no looks: every run its steps
-  if (!fs::exists(to)) fleet::write_json(to, j);
+  if (!fs::exists(to)) certify::write_json(to, j);
   return to;
 }
 

@@ -57,18 +57,18 @@ void ProcessRunner::end_warm_scope(const std::vector<std::filesystem::path>& con
       "not stopped: they end when idle " + std::to_string(agent::kWarmTrainerIdleSeconds / 60) + " min");
 }
 
-std::vector<FleetNode> ProcessRunner::each(const fleet::NodeRuns& spec, const std::vector<Node>& nodes) {
-  return fleet::run_nodes(spec, cluster_, nodes);
+std::vector<FleetNode> ProcessRunner::each(const certify::NodeRuns& spec, const std::vector<Node>& nodes) {
+  return certify::run_nodes(spec, cluster_, nodes);
 }
 
-FleetNode ProcessRunner::together(const fleet::NodeRuns& spec, const std::vector<Node>& nodes,
+FleetNode ProcessRunner::together(const certify::NodeRuns& spec, const std::vector<Node>& nodes,
                                   const std::string& tag, const std::string& label) {
-  return fleet::run_together(spec, cluster_, nodes, tag, label);
+  return certify::run_together(spec, cluster_, nodes, tag, label);
 }
 
-PairsResult ProcessRunner::pairs(const fleet::NodeRuns& spec, const std::vector<std::string>& healthy,
+PairsResult ProcessRunner::pairs(const certify::NodeRuns& spec, const std::vector<std::string>& healthy,
                                  double min_deviation) {
-  return fleet::run_pairs(spec, cluster_, healthy, min_deviation);
+  return certify::run_pairs(spec, cluster_, healthy, min_deviation);
 }
 
 std::string ProcessRunner::drain(const Node& node, const std::string& reason) {

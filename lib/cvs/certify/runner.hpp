@@ -22,12 +22,12 @@ class SuiteRunner {
  public:
   virtual ~SuiteRunner() = default;
   // Each node alone, on a one-node cluster file of its own, in spec.root/<node folder>.
-  virtual std::vector<FleetNode> each(const fleet::NodeRuns& spec, const std::vector<Node>& nodes) = 0;
+  virtual std::vector<FleetNode> each(const certify::NodeRuns& spec, const std::vector<Node>& nodes) = 0;
   // One run on `nodes` together, in spec.root, its run names tagged `tag`, its result named `label`.
-  virtual FleetNode together(const fleet::NodeRuns& spec, const std::vector<Node>& nodes,
+  virtual FleetNode together(const certify::NodeRuns& spec, const std::vector<Node>& nodes,
                              const std::string& tag, const std::string& label) = 0;
   // Two-node runs over `healthy` until each slow node or link is found (fleet_pairs.hpp).
-  virtual PairsResult pairs(const fleet::NodeRuns& spec, const std::vector<std::string>& healthy,
+  virtual PairsResult pairs(const certify::NodeRuns& spec, const std::vector<std::string>& healthy,
                             double min_deviation) = 0;
   // Drains a Slurm node with `reason`; returns the command as run, "  # failed: <why>" appended when
   // it failed.
@@ -50,10 +50,10 @@ class SuiteRunner {
 class ProcessRunner final : public SuiteRunner {
  public:
   explicit ProcessRunner(const Cluster& cluster);
-  std::vector<FleetNode> each(const fleet::NodeRuns& spec, const std::vector<Node>& nodes) override;
-  FleetNode together(const fleet::NodeRuns& spec, const std::vector<Node>& nodes, const std::string& tag,
+  std::vector<FleetNode> each(const certify::NodeRuns& spec, const std::vector<Node>& nodes) override;
+  FleetNode together(const certify::NodeRuns& spec, const std::vector<Node>& nodes, const std::string& tag,
                      const std::string& label) override;
-  PairsResult pairs(const fleet::NodeRuns& spec, const std::vector<std::string>& healthy,
+  PairsResult pairs(const certify::NodeRuns& spec, const std::vector<std::string>& healthy,
                     double min_deviation) override;
   std::string drain(const Node& node, const std::string& reason) override;
   bool interrupted() const override;

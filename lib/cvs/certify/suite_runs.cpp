@@ -1,4 +1,5 @@
 #include "cvs/certify/suite_runs.hpp"
+#include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/catalog/stage_names.hpp"
 
 #include <spdlog/spdlog.h>
@@ -14,7 +15,7 @@
 
 namespace fs = std::filesystem;
 
-namespace cvs::fleet {
+namespace cvs::certify {
 
 std::string folder_name(const std::string& node) {
   std::string s = node;
@@ -161,7 +162,7 @@ void read_pair(PairRun& p, const ProcResult& result, const fs::path& dir) {
   p.phases.add(phases, 1);
   p.failure = !n.status ? result.describe() + " (" + n.failure + ")" : n.failure;
   for (const auto& [figure, v] : n.figures)
-    if (figure.metric == "step_time_p50_ms" && !figure.is_probe()) {
+    if (figure.metric == to_string(Metric::StepTimeP50Ms) && !figure.is_probe()) {
       p.sweep = figure.sweep;
       p.step_ms = v;
       if (const auto it = n.intervals.find(figure); it != n.intervals.end())
@@ -213,4 +214,4 @@ void Allocation::release() {
   cluster_.slurm.job_id.clear();
 }
 
-}  // namespace cvs::fleet
+}  // namespace cvs::certify

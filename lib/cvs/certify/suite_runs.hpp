@@ -15,7 +15,7 @@
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet/fleet_pairs.hpp"
 
-namespace cvs::fleet {
+namespace cvs::certify {
 
 // A folder name for a node (its name with anything but [A-Za-z0-9._-] as '_').
 std::string folder_name(const std::string& node);
@@ -76,4 +76,4 @@ class Allocation {
   const char* who_;
 };
 
-}  // namespace cvs::fleet
+}  // namespace cvs::certify

@@ -20,7 +20,7 @@ namespace cvs::certify {
 using Clock = std::chrono::steady_clock;
 
 void Certification::save() const {
-  fleet::write_json(o.output / "certificate.json", to_json(in.certificate));
+  certify::write_json(o.output / "certificate.json", to_json(in.certificate));
 }
 
 double Certification::elapsed_min() const {
@@ -29,7 +29,7 @@ double Certification::elapsed_min() const {
 
 std::vector<Node> Certification::healthy_nodes() const {
   std::vector<Node> v;
-  for (const auto& name : in.certificate.healthy()) v.push_back(fleet::node_named(in.cluster, name));
+  for (const auto& name : in.certificate.healthy()) v.push_back(certify::node_named(in.cluster, name));
   return v;
 }
 
@@ -50,9 +50,9 @@ std::vector<std::string> Certification::args(const std::string& filter) const {
   return a;
 }
 
-fleet::NodeRuns Certification::spec(const char* suite, const fs::path& config, const fs::path& root,
-                                    const std::string& filter, const char* prefix) const {
-  fleet::NodeRuns s;
+certify::NodeRuns Certification::spec(const char* suite, const fs::path& config, const fs::path& root,
+                                      const std::string& filter, const char* prefix) const {
+  certify::NodeRuns s;
   s.suite = suite;
   s.config = config;
   s.root = root;
@@ -157,7 +157,7 @@ std::string power_words(TierRecord& t, const std::vector<FleetNode>& runs, const
   std::set<FigureKey> figures;
   for (const auto& n : healthy)
     for (const auto& [f, v] : n.figures)
-      if (f.metric == "tokens_per_sec_per_gpu") figures.insert(f);
+      if (f.metric == to_string(Metric::TokensPerSecPerGpu)) figures.insert(f);
   std::optional<DetectionPower> best;
   for (const auto& f : figures)
     if (auto d = detection_power(healthy, f, policy, confidence);
@@ -187,7 +187,7 @@ void checkpoint_once(Certification& c, TierRecord& t, const std::vector<FleetNod
   const auto spec =
       c.spec("jaxmaxtext_single", c.in.single_config, fs::path(t.dir) / "checkpoint",
              stage_names::filter_of({stage_names::kSetup, stage_names::kCheckpoint}), "certify checkpoint");
-  const auto ck = c.runner.each(spec, {fleet::node_named(c.in.cluster, it->name)});
+  const auto ck = c.runner.each(spec, {certify::node_named(c.in.cluster, it->name)});
   account(t, ck);
   const auto& n = ck.front();
   t.ran +=
@@ -226,7 +226,7 @@ class NodesTier final : public Tier {
     std::vector<Node> again;
     for (const auto& ns : score.nodes)
       if (ns.suspect && speed_only(ns, find_node(runs, ns.name)))
-        again.push_back(fleet::node_named(c.in.cluster, ns.name));
+        again.push_back(certify::node_named(c.in.cluster, ns.name));
     if (!again.empty() && !c.runner.interrupted()) {
       spec.root = fs::path(t.dir) / "rerun";
       spdlog::info("certify nodes: {} node(s) slow on speed alone run once more", again.size());
@@ -325,7 +325,7 @@ void ScaleTier::run_once(Certification& c, const std::vector<Node>& nodes, bool 
                         "scale-" + std::to_string(k), std::to_string(k) + " node(s)");
   g.status = n.status;
   g.failure = n.failure;
-  const FigureKey key{g.sweep, "tokens_per_sec_per_gpu"};
+  const FigureKey key{g.sweep, std::string(to_string(Metric::TokensPerSecPerGpu))};
   g.tok_s_per_gpu = 0;
   if (auto it = n.steady.find(key); it != n.steady.end())
     g.tok_s_per_gpu = it->second;
@@ -497,7 +497,7 @@ const Tier& tier_of(TierKind k) {
 int run(const Options& o, Inputs& in, SuiteRunner& runner) {
   Certification c{o, in, runner};
   auto& cert = in.certificate;
-  fleet::Allocation alloc(in.cluster, "certify");
+  certify::Allocation alloc(in.cluster, "certify");
   if (auto why = alloc.acquire(); !why.empty()) {
     cert.verdict = Verdict::Error;
     cert.verdict_reason = "no Slurm allocation: " + why;
@@ -533,7 +533,7 @@ int run(const Options& o, Inputs& in, SuiteRunner& runner) {
   decide(cert);
   if (o.drain && in.cluster.is_slurm() && cert.verdict != Verdict::Error)
     for (const auto& e : cert.excluded)
-      cert.drain_commands.push_back(runner.drain(fleet::node_named(in.cluster, e.node), e.evidence));
+      cert.drain_commands.push_back(runner.drain(certify::node_named(in.cluster, e.node), e.evidence));
   c.save();
   return exit_code(cert);
 }

@@ -29,9 +29,9 @@ struct Certification {
   std::filesystem::path tier_dir(TierKind k) const;
   // The user's suite arguments, their --gtest_filter replaced by `filter` when given.
   std::vector<std::string> args(const std::string& filter) const;
-  fleet::NodeRuns spec(const char* suite, const std::filesystem::path& config,
-                       const std::filesystem::path& root, const std::string& filter,
-                       const char* prefix) const;
+  certify::NodeRuns spec(const char* suite, const std::filesystem::path& config,
+                         const std::filesystem::path& root, const std::string& filter,
+                         const char* prefix) const;
 };
 
 class Tier {

@@ -33,7 +33,7 @@ double median_of(std::vector<double> v) {
 // +1: lower is worse (throughput, free HBM), -1: higher is worse (step time), 0: either way
 // (loss, device counts).
 int bad_side(const std::string& metric) {
-  if (metric == "final_loss" || metric == "gpu_count" || metric == "jax_devices") return 0;
+  if (metric == to_string(Metric::FinalLoss) || metric == "gpu_count" || metric == "jax_devices") return 0;
   if (metric == "hbm_free_gb") return 1;
   const auto* m = find_metric(metric);
   return m && m->better == Better::Higher ? 1 : -1;

@@ -1,4 +1,5 @@
 #include "cvs/history/openmetrics.hpp"
+#include "cvs/catalog/metric_catalog.hpp"
 
 #include <fmt/format.h>
 
@@ -85,7 +86,7 @@ std::string base64url(const std::string& s) {
 }  // namespace
 
 std::pair<std::string, double> prometheus_name(const std::string& metric) {
-  if (metric == "tokens_per_sec_total") return {"cvs_maxtext_tokens_per_second_all_gpus", 1.0};
+  if (metric == to_string(Metric::TokensPerSecTotal)) return {"cvs_maxtext_tokens_per_second_all_gpus", 1.0};
   std::string n = metric;
   replace_all(n, "_per_sec", "_per_second");
   double f = 1.0;

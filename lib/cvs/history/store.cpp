@@ -1,4 +1,5 @@
 #include "cvs/history/store.hpp"
+#include "cvs/catalog/metric_catalog.hpp"
 
 #include <unistd.h>
 #include <algorithm>
@@ -22,6 +23,9 @@ using J = nlohmann::ordered_json;
 
 namespace cvs::history {
 namespace {
+
+// The speed figure a fleet node and a rung are remembered by.
+const std::string kTokS(to_string(Metric::TokensPerSecPerGpu));
 
 const char* const kSchema[] = {
     "CREATE TABLE IF NOT EXISTS cvs_schema (version INTEGER NOT NULL)",
@@ -140,8 +144,7 @@ SessionEntry entry_of_fleet(const fs::path& folder) {
           e.config_sha256 = r.config.sha256;
         }
         for (const auto& [key, sw] : r.sweeps)
-          if (const auto* iv =
-                  sw.steady_state ? sw.steady_state->interval("tokens_per_sec_per_gpu") : nullptr)
+          if (const auto* iv = sw.steady_state ? sw.steady_state->interval(kTokS) : nullptr)
             ne.figure = finite(iv->estimate);
       } catch (const std::exception&) {
         ne.outcome = std::nullopt;  // no results to read
@@ -217,16 +220,15 @@ Outcome status_of(Verdict v) {
 void add_rungs(SessionEntry& e, const std::vector<Rung>& rungs) {
   for (const auto& r : rungs) {
     const std::string sweep = "rung-" + std::to_string(r.nodes);
-    MetricEntry speed{
-        sweep, "tokens_per_sec_per_gpu", finite(r.tok_s_per_gpu), finite(r.tok_s_per_gpu), {}, {}, r.status};
+    MetricEntry speed{sweep, kTokS, finite(r.tok_s_per_gpu), finite(r.tok_s_per_gpu), {}, {}, r.status};
     if (r.interval) {
       speed.lo = finite(r.interval->first);
       speed.hi = finite(r.interval->second);
     }
     e.metrics.push_back(std::move(speed));
     if (r.efficiency_pct)
-      e.metrics.push_back({sweep, "scaling_efficiency_pct", r.efficiency_pct, r.efficiency_pct,
-                           r.efficiency_lo_pct, r.efficiency_hi_pct, r.verdict});
+      e.metrics.push_back({sweep, std::string(to_string(Metric::ScalingEfficiencyPct)), r.efficiency_pct,
+                           r.efficiency_pct, r.efficiency_lo_pct, r.efficiency_hi_pct, r.verdict});
   }
 }
 

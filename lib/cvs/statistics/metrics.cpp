@@ -556,11 +556,11 @@ RunMetrics StepSeries::finish() {
   // Scaling efficiency is the total throughput over a fixed ideal: its interval is that one's.
   if (const auto eff = m.get(Metric::ScalingEfficiencyPct), total = m.get(Metric::TokensPerSecTotal);
       eff && total)
-    if (auto it = m.steady.intervals.find("tokens_per_sec_total");
+    if (auto it = m.steady.intervals.find(std::string(to_string(Metric::TokensPerSecTotal)));
         it != m.steady.intervals.end() && *total > 0) {
       const double f = *eff / *total;
-      m.steady.intervals["scaling_efficiency_pct"] = {it->second.estimate * f, it->second.lo * f,
-                                                      it->second.hi * f};
+      m.steady.intervals[std::string(to_string(Metric::ScalingEfficiencyPct))] = {
+          it->second.estimate * f, it->second.lo * f, it->second.hi * f};
     }
   if (!m.steady.found) m.notes.push_back(m.steady.why);
   if (!m.steady.note.empty()) m.notes.push_back(m.steady.note);

@@ -1,4 +1,5 @@
 #include "cvs/verdicts/early_stop.hpp"
+#include "cvs/catalog/metric_catalog.hpp"
 #include "cvs/statistics/run_figures.hpp"
 
 #include <algorithm>
@@ -43,7 +44,7 @@ bool EarlyStopper::operator()(const std::vector<StepRecord>& head) {
     decided += (decided.empty() ? "" : ", ") + g.metric + " " + to_string(e.outcome);
   }
   if (plan_.max_half_width > 0) {
-    const auto it = m.steady.intervals.find("tokens_per_sec_per_gpu");
+    const auto it = m.steady.intervals.find(std::string(to_string(Metric::TokensPerSecPerGpu)));
     if (it == m.steady.intervals.end() || !(it->second.estimate > 0)) return false;
     const double half = (it->second.hi - it->second.lo) / 2 / it->second.estimate;
     if (!(half <= plan_.max_half_width)) return false;

@@ -214,7 +214,7 @@ Evaluation evaluate_metric(const std::string& metric, const RunMetrics& run,
 
 Evaluation evaluate_loss_curve(const RunMetrics& run, const LossCurve& lc, bool enforce_thresholds) {
   Evaluation e;
-  e.metric = "loss_curve_slope";
+  e.metric = to_string(Metric::LossCurveSlope);
   e.actual = run.get(e.metric);
   if (!e.actual) {
     e.outcome = Outcome::NA;
