@@ -222,7 +222,9 @@ PY
 # that the scoring flags (modified z of the log beyond max_z, min_deviation from the median, the
 # interval's near end too). Whether it is below ns-b's own slowdown depends on how alike the healthy
 # nodes measured: run one at a time on two shared cores, a few seconds of the host's load apart can
-# spread them by a third (then the power is ~98 %); it is printed beside it, not gated on.
+# spread them by a third (then the power is ~98 %); it is printed beside it, not gated on. Spread
+# further (67 % here once, ns-c and ns-d without an interval), no slowdown of one node stands out,
+# a standstill included: the certificate says it has no detection power, and this model agrees.
 python3 - "$out/degraded" "$out/single_config.json" <<'PY' || fail "the nodes tier's detection power"
 import json, math, os, re, sys
 from statistics import NormalDist, median
@@ -231,15 +233,20 @@ c = json.load(open(d + "/certificate.json"))
 confidence = json.load(open(sys.argv[2])).get("statistics", {}).get("confidence", 0.95)
 nodes = [t for t in c["tiers"] if t["tier"] == "nodes"][0]
 power = nodes.get("detection_power_pct")
-assert power is not None and c["inputs"]["min_deviation_pct"] <= power < 100, nodes
-assert "would have caught a node >= " in nodes["summary"], nodes["summary"]
+if power is None:
+    assert "no detection power: the 3 healthy node(s)' tokens/s lie too far apart" in nodes["summary"], nodes
+else:
+    assert c["inputs"]["min_deviation_pct"] <= power < 100, nodes
+    assert "would have caught a node >= " in nodes["summary"], nodes["summary"]
 # The target it stepped for (--detect-slowdown-pct 75), each run until its tokens/s interval was
 # narrow enough for it; met unless the fleet's own spread hid it.
 target = c["inputs"]["detect_slowdown_pct"]
 assert target == 75, c["inputs"]
 assert f"each run until its tokens/s is within +-" in nodes["ran"] and f"for a node {target:g} % slow" in nodes["ran"], nodes["ran"]
-assert f"target {target:g} %: " + ("met" if power <= target else "not met") in nodes["summary"], nodes["summary"]
-sweep, metric = nodes["detection_power_figure"].rsplit(" ", 1)
+assert f"target {target:g} %: " + ("met" if power is not None and power <= target else "not met") in nodes["summary"], nodes["summary"]
+sweep, metric = nodes["detection_power_figure"].rsplit(" ", 1) if power is not None else (
+    next(k for k, s in json.load(open(d + "/nodes/ns-a/report/results.json"))["sweeps"].items() if s.get("metrics")),
+    "tokens_per_sec_per_gpu")
 assert metric == "tokens_per_sec_per_gpu", nodes["detection_power_figure"]
 out = {e["node"] for e in nodes["excluded"]}
 values, halves = [], []
@@ -268,6 +275,10 @@ def flagged(v, i, slowdown):
     v = v[:i] + [measured] + v[i + 1:]
     return outlier(measured, v) and outlier(measured + half, v)
 v, mine = sorted(values), 0.0
+if power is None:
+    assert not all(flagged(v, i, 1.0) for i in (len(v) - 1, len(v) // 2)), (v, halves)
+    print(f"  nodes tier: no detection power (healthy nodes {100 * (max(v) / min(v) - 1):.0f} % apart)")
+    sys.exit(0)
 for i in (len(v) - 1, len(v) // 2):  # the fastest node slowed, the median node slowed
     lo, hi = 0.0, 1.0
     assert flagged(v, i, hi), (v, i)

@@ -163,7 +163,12 @@ std::string power_words(TierRecord& t, const std::vector<FleetNode>& runs, const
     if (auto d = detection_power(healthy, f, policy, confidence);
         d && (!best || d->slowdown < best->slowdown))
       best = d;
-  if (!best) return "";
+  if (!best && figures.empty()) return "";
+  if (!best)  // too few, or too far apart: no slowdown of one node stands out, a standstill included
+    return fmt::format(
+        "; no detection power: the {} healthy node(s)' tokens/s lie too far apart (or are too few) for the "
+        "scoring to flag even a node at a standstill{}",
+        healthy.size(), target_pct > 0 ? fmt::format("; target {:g} %: not met", target_pct) : "");
   t.detection_power_pct = best->slowdown * 100;
   t.detection_power_figure = best->figure.text();
   const std::string target = target_pct > 0
