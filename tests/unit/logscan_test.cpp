@@ -4,6 +4,7 @@
 #include <fstream>
 #include <random>
 
+#include "cvs/logs/background_sink.hpp"
 #include "cvs/logs/logscan.hpp"
 #include "test_helpers.hpp"
 
@@ -209,4 +210,79 @@ TEST(LogScan, OneLineManyHitsIsOneErrorAndOneEvent) {
   ASSERT_EQ(s.result().steps.size(), 1u);
   EXPECT_EQ(s.result().steps[0].step, 4);
   EXPECT_DOUBLE_EQ(s.result().steps[0].loss, 2.5);
+}
+
+namespace {
+
+// What a sink was handed, in order: 's' + step, 'e' + step after, 'm' + step.
+struct Recording : cvs::RecordSink {
+  std::vector<std::pair<char, long long>> got;
+  long long throw_at = -1;  // throw when handed the step with this number
+  void step(const cvs::StepRecord& r) override {
+    if (r.step == throw_at) throw std::runtime_error("sink gave up at step " + std::to_string(r.step));
+    got.push_back({'s', r.step});
+  }
+  void eval(const cvs::EvalRecord& e) override { got.push_back({'e', e.after_step}); }
+  void marker(const cvs::StepMarker& m) override { got.push_back({'m', m.step}); }
+};
+
+}  // namespace
+
+TEST(BackgroundSink, HandsOnEveryRecordInItsOrderAcrossBatches) {
+  Recording to;
+  std::vector<std::pair<char, long long>> sent;
+  {
+    cvs::BackgroundSink bg(to);
+    for (long long i = 0; i < 10000; ++i) {  // several batches and a part one
+      cvs::StepRecord r;
+      r.step = i;
+      bg.step(r);
+      sent.push_back({'s', i});
+      if (i % 97 == 0) {
+        bg.eval({i, 1.0});
+        sent.push_back({'e', i});
+      }
+      if (i % 1000 == 999) {
+        bg.marker({cvs::MarkerKind::CheckpointSave, i, 0});
+        sent.push_back({'m', i});
+      }
+    }
+    bg.close();
+    EXPECT_EQ(to.got, sent);
+  }
+}
+
+TEST(BackgroundSink, ASinkThatThrowsIsRethrownAtCloseAndNeverStallsTheScan) {
+  Recording to;
+  to.throw_at = 1500;
+  cvs::BackgroundSink bg(to);
+  for (long long i = 0; i < 20000; ++i) {  // far past the throw: the batches keep being taken
+    cvs::StepRecord r;
+    r.step = i;
+    bg.step(r);
+  }
+  try {
+    bg.close();
+    ADD_FAILURE() << "close() did not rethrow";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "sink gave up at step 1500");
+  }
+  ASSERT_EQ(to.got.size(), 1500u);
+  EXPECT_EQ(to.got.back(), (std::pair<char, long long>{'s', 1499}));
+}
+
+TEST(BackgroundSink, AFileScannedIntoASinkGivesTheStepsItKeepsWithout) {
+  for (const char* log :
+       {"logs/cpu_tiny_12steps.log", "logs/cpu_ckpt_phase2.log", "logs/cpu_2proc_rank0.log"}) {
+    const auto kept = cvs::scan_log_file(cvs::test::data(log), default_error_patterns());
+    Recording to;
+    const auto streamed = cvs::scan_log_file(cvs::test::data(log), default_error_patterns(), &to);
+    std::vector<long long> kept_steps, streamed_steps;
+    for (const auto& r : kept.steps) kept_steps.push_back(r.step);
+    for (const auto& [kind, step] : to.got)
+      if (kind == 's') streamed_steps.push_back(step);
+    EXPECT_FALSE(kept_steps.empty()) << log;
+    EXPECT_EQ(streamed_steps, kept_steps) << log;
+    EXPECT_TRUE(streamed.steps.empty()) << log << ": with a sink the scanner keeps no steps";
+  }
 }

@@ -15,22 +15,21 @@ std::vector<RunGroup> preflight_runs(const Inputs& in, std::size_t n) {
   return v;
 }
 
+// Under the user's --gtest_filter: the stages it keeps, no steps past them, no checkpoint run of
+// the tier's own; a node slow on speed alone runs once more either way (NodesTier).
 std::vector<RunGroup> nodes_runs(const Options& o, const Inputs& in, std::size_t n) {
-  if (user_filter(o)) {
-    const auto steps = std::accumulate(in.single_steps.begin(), in.single_steps.end(), 0LL);
-    return {{"the stages the --gtest_filter keeps, on each node", n, 1,
-             static_cast<double>(in.single_steps.size()), steps, 0, true}};
-  }
-  RunGroup each{
-      fmt::format("the setup and {} sweep(s)' training and speed gates on each node", in.single_steps.size()),
-      n,
-      1,
-      static_cast<double>(in.single_steps.size()),
-      std::accumulate(in.single_steps.begin(), in.single_steps.end(), 0LL),
-      std::accumulate(in.single_caps.begin(), in.single_caps.end(), 0LL),
-      true};
+  const bool filtered = user_filter(o);
+  RunGroup each{filtered ? std::string("the stages the --gtest_filter keeps, on each node")
+                         : fmt::format("the setup and {} sweep(s)' training and speed gates on each node",
+                                       in.single_steps.size()),
+                n,
+                1,
+                static_cast<double>(in.single_steps.size()),
+                std::accumulate(in.single_steps.begin(), in.single_steps.end(), 0LL),
+                filtered ? 0 : std::accumulate(in.single_caps.begin(), in.single_caps.end(), 0LL),
+                true};
   std::vector<RunGroup> v{each};
-  if (in.checkpoint_resume)
+  if (!filtered && in.checkpoint_resume)
     v.push_back({"the checkpoint save and resume once, on one node", 1, 1, 2, in.checkpoint_steps, 0, true});
   each.what = "each node slow on speed alone once more";
   each.certain = false;

@@ -1,5 +1,7 @@
 #include "cvs/logs/logscan.hpp"
 
+#include "cvs/logs/background_sink.hpp"
+
 #include <hs/hs.h>
 #include <re2/re2.h>
 #include <spdlog/spdlog.h>
@@ -12,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -202,7 +205,7 @@ void LogScanner::finish(bool parse_last_line) {
   // with fewer fields than the ones before it was cut mid-write.
   if (const auto at = pending_.find("completed step: ");
       parse_last_line && at != std::string::npos &&
-      fields_of(std::string_view(pending_).substr(at)) < step_fields_) {
+      fields_of(std::string_view(pending_).substr(at)) < fields_of(last_step_line_)) {
     parse_last_line = false;
     result_.cut_last_line = pending_.substr(0, 1000);
   }
@@ -289,7 +292,7 @@ void LogScanner::process(std::string_view chunk, bool events) {
 void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t at, long long line_no) {
   if (needle == impl_->p->step_needle) {
     if (auto r = parse_step_line(line.substr(at))) {
-      step_fields_ = fields_of(line.substr(at));
+      last_step_line_.assign(line.substr(at));
       r->line_no = line_no;
       if (at > 0) r->host = host_of_prefix(line.substr(0, at));
       if (auto t = glog_seconds(line.substr(0, at))) result_.timeline.step(*t, r->seconds);
@@ -378,7 +381,9 @@ ScanResult scan_log_file(const std::filesystem::path& path, const std::vector<Er
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read log " + path.string());
   LogScanner scanner(patterns);
-  scanner.set_sink(sink);
+  // With a sink, the figures are taken on a second core while this one scans.
+  std::optional<BackgroundSink> background;
+  if (sink) scanner.set_sink(&background.emplace(*sink));
   // read() in 4 MiB blocks, not mmap (mapped pages would count in the resident set as the whole
   // file), by a reader thread one block ahead of the scan: the kernel's copy overlaps the scan.
   constexpr std::size_t kBlock = 4 << 20;
@@ -428,6 +433,7 @@ ScanResult scan_log_file(const std::filesystem::path& path, const std::vector<Er
   }
   reader.join();
   scanner.finish(/*parse_last_line=*/true);  // a whole file: its last line counts, newline or not
+  if (background) background->close();
   return scanner.take_result();
 }
 

@@ -98,7 +98,9 @@ class LogScanner {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string pending_;
-  std::size_t step_fields_ = 0;  // the "name: value" fields of the last step line
+  // The last step line that parsed, from its "completed step: " on: finish() counts its fields
+  // (a copy per step line costs less than counting them on each).
+  std::string last_step_line_;
   ScanResult result_;
   RecordSink* sink_ = nullptr;
 };

@@ -13,21 +13,24 @@ namespace {
 constexpr double kDay = 86400;
 constexpr int kDaysBefore[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
 
+// Paid on every step line (its time stamp): plain comparisons, no locale, no from_chars.
 bool digits(std::string_view s, std::size_t at, std::size_t n) {
   if (at + n > s.size()) return false;
-  return std::all_of(s.begin() + static_cast<long>(at), s.begin() + static_cast<long>(at + n),
-                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+  for (std::size_t i = at; i < at + n; ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
 }
 
-int number(std::string_view s, std::size_t at, std::size_t n) {
+int number(std::string_view s, std::size_t at, std::size_t n) {  // n digits, checked by digits()
   int v = 0;
-  std::from_chars(s.data() + at, s.data() + at + n, v);
+  for (std::size_t i = at; i < at + n; ++i) v = v * 10 + (s[i] - '0');
   return v;
 }
 
 // "Lmmdd hh:mm:ss" at `at` (L one of glog's severities).
 std::optional<double> header_at(std::string_view s, std::size_t at) {
-  if (std::string_view("IWEF").find(s[at]) == std::string_view::npos) return std::nullopt;
+  const char severity = s[at];
+  if (severity != 'I' && severity != 'W' && severity != 'E' && severity != 'F') return std::nullopt;
   if (!digits(s, at + 1, 4) || at + 14 >= s.size() || s[at + 5] != ' ' || !digits(s, at + 6, 2) ||
       s[at + 8] != ':' || !digits(s, at + 9, 2) || s[at + 11] != ':' || !digits(s, at + 12, 2))
     return std::nullopt;
@@ -38,8 +41,7 @@ std::optional<double> header_at(std::string_view s, std::size_t at) {
   std::size_t f = at + 14;
   if (f < s.size() && s[f] == '.') {
     double scale = 0.1;
-    for (++f; f < s.size() && std::isdigit(static_cast<unsigned char>(s[f])); ++f, scale /= 10)
-      t += (s[f] - '0') * scale;
+    for (++f; f < s.size() && s[f] >= '0' && s[f] <= '9'; ++f, scale /= 10) t += (s[f] - '0') * scale;
   }
   return t;
 }

@@ -142,7 +142,7 @@ const char* to_string(ExcludedBecause b) {
 void StepSeries::add_speed(const StepRecord& r) {
   if (records_ == 0)
     warmup_end_step_ = ctx_.run_first_step.value_or(r.step) + static_cast<long long>(kWarmupSteps);
-  Queued q{r, r.step < warmup_end_step_, std::nullopt};
+  Queued q{r, is_timed(r), r.step < warmup_end_step_, std::nullopt};
   if (profiler_open_ || mark_next_profiler_) {
     q.mark = std::pair{ExcludedBecause::Profiler, -1LL};
     mark_next_profiler_ = false;
@@ -184,17 +184,21 @@ void StepSeries::add_marker(const StepMarker& m) {
 
 // The median seconds of the kLookahead records after the one being judged (taken off the queue),
 // topped up with the last kept records when fewer follow; nullopt with fewer than 2.
+// Paid per record: the at most kLookahead values sit on the stack, sorted in place (no allocation).
 std::optional<double> StepSeries::reference_seconds() const {
-  std::vector<double> ref;
-  for (std::size_t k = 0; k < queue_.size() && ref.size() < kLookahead; ++k)
-    if (is_timed(queue_[k].r) && !queue_[k].warmup) ref.push_back(*queue_[k].r.seconds);
-  for (std::size_t k = recent_kept_.size(); k > 0 && ref.size() < kLookahead; --k)
-    ref.push_back(recent_kept_[k - 1]);
+  std::array<double, kLookahead> ref{};
+  std::size_t n = 0;
+  for (std::size_t k = 0; k < queue_.size() && n < kLookahead; ++k)
+    if (queue_[k].timed && !queue_[k].warmup) ref[n++] = *queue_[k].r.seconds;
+  for (std::size_t k = recent_kept_.size(); k > 0 && n < kLookahead; --k) ref[n++] = recent_kept_[k - 1];
   // A short log's first record: the other warm-up candidates after it complete its reference.
-  for (std::size_t k = 0; k < queue_.size() && ref.size() < 2; ++k)
-    if (is_timed(queue_[k].r) && queue_[k].warmup) ref.push_back(*queue_[k].r.seconds);
-  if (ref.size() < 2) return std::nullopt;
-  return percentile_in_place(ref, 50);
+  for (std::size_t k = 0; k < queue_.size() && n < 2; ++k)
+    if (queue_[k].timed && queue_[k].warmup) ref[n++] = *queue_[k].r.seconds;
+  if (n < 2) return std::nullopt;
+  std::sort(ref.begin(), ref.begin() + static_cast<long>(n));
+  // percentile_rank(n, 50) without its floating point: the middle one, or halfway between two.
+  PercentileRank rank{(n - 1) / 2, n / 2, n % 2 == 0 ? 0.5 : 0.0};
+  return rank.at(ref[rank.lo], ref[rank.hi]);
 }
 
 // The rule a timed record falls under, if any: a start-up record outside [0.5x, 2x] the reference
@@ -229,7 +233,25 @@ std::optional<ExcludedBecause> StepSeries::excluded_because(const Queued& q, dou
   return std::nullopt;
 }
 
+// Paid per record left out: the counts; the words only for the first kNamedExclusions.
 void StepSeries::exclude(const Queued& q, ExcludedBecause why, double ref) {
+  const double s = *q.r.seconds;
+  if (why == ExcludedBecause::Stall) {
+    ++stall_count_;
+    stall_lost_ += s - ref;
+    if (stalls_.size() < kNamedStalls) stalls_.push_back({q.r.step, s, ref, q.r.line_no});
+  }
+  const bool async = why == ExcludedBecause::StartUp || why == ExcludedBecause::AsyncDispatch ||
+                     why == ExcludedBecause::CatchUp;
+  async_total_ += async;
+  ++excluded_by_rule_[static_cast<std::size_t>(why)];
+  if (excluded_.size() >= kNamedExclusions) return;
+  if (async) async_dropped_.push_back(q.r.step);
+  excluded_.push_back({q.r.step, s, why});
+  async_notes_.push_back(exclusion_note(q, why, ref));
+}
+
+std::string StepSeries::exclusion_note(const Queued& q, ExcludedBecause why, double ref) const {
   const double s = *q.r.seconds;
   const std::string head =
       "step " + std::to_string(q.r.step) + " (" + short_number(s) + " s) left out of the speed figures: ";
@@ -264,19 +286,9 @@ void StepSeries::exclude(const Queued& q, ExcludedBecause why, double ref) {
     case ExcludedBecause::Stall:
       because = "a stall: over " + short_number(ctx_.stall_factor) + "x the median " + med +
                 " of the steps around it with no eval, checkpoint or profiler in the log to explain it";
-      ++stall_count_;
-      stall_lost_ += s - ref;
-      if (stalls_.size() < kNamedStalls) stalls_.push_back({q.r.step, s, ref, q.r.line_no});
       break;
   }
-  const bool async = why == ExcludedBecause::StartUp || why == ExcludedBecause::AsyncDispatch ||
-                     why == ExcludedBecause::CatchUp;
-  async_total_ += async;
-  ++excluded_by_rule_[static_cast<std::size_t>(why)];
-  if (excluded_.size() >= kNamedExclusions) return;
-  if (async) async_dropped_.push_back(q.r.step);
-  excluded_.push_back({q.r.step, s, why});
-  async_notes_.push_back(head + because);
+  return head + because;
 }
 
 // A warm-up candidate (the run's first kWarmupSteps step numbers) of a run that does not start at
@@ -291,9 +303,9 @@ bool StepSeries::steady_warmup(const StepRecord& r) const {
 
 void StepSeries::judge_front() {
   Queued q = std::move(queue_.front());
-  queue_.erase(queue_.begin());
+  queue_.pop_front();
   const StepRecord& r = q.r;
-  const bool timed = is_timed(r);
+  const bool timed = q.timed;
   if (q.warmup && timed && steady_warmup(r)) {
     q.warmup = false;
     ++warmup_kept_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -164,6 +165,7 @@ class StepSeries {
   std::size_t warmup_kept_ = 0;
   struct Queued {
     StepRecord r;
+    bool timed = false;  // is_timed(r), asked once
     bool warmup = false;
     std::optional<std::pair<ExcludedBecause, long long>> mark;  // an event its time may include
   };
@@ -172,6 +174,7 @@ class StepSeries {
   std::optional<double> reference_seconds() const;  // for the front record
   std::optional<ExcludedBecause> excluded_because(const Queued& q, double ref);
   void exclude(const Queued& q, ExcludedBecause why, double ref);
+  std::string exclusion_note(const Queued& q, ExcludedBecause why, double ref) const;
   void mark_steps(ExcludedBecause why, long long step);
   void exclude_timed(std::size_t i);
   void commit_speed(const SpeedRecord& r);
@@ -205,7 +208,7 @@ class StepSeries {
   bool any_tflops_ = false, any_tokens_ = false;
   // The judge's state: the records waiting, the seconds of the last kept ones (the reference when
   // too few follow), whether the last judged record timed a dispatch, the start-up run.
-  std::vector<Queued> queue_;
+  std::deque<Queued> queue_;
   Tail<double, kLookahead> recent_kept_;
   bool last_dispatch_ = false;
   std::optional<long long> last_dispatch_step_;
