@@ -4,19 +4,14 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <cctype>
 #include <csignal>
 #include <tuple>
 
-#include "cvs/base/sha256.hpp"
 #include "cvs/base/text.hpp"
 #include "cvs/config/maxtext_yaml.hpp"
 #include "cvs/exec/container_check.hpp"
 #include "cvs/exec/node_agent.hpp"
 #include "cvs/exec/placement.hpp"
-
-namespace fs = std::filesystem;
 
 namespace cvs {
 
@@ -49,7 +44,8 @@ Launcher::Launcher(const SuiteConfig& cfg, Cluster& cluster, PollPolicy policy)
       policy_(policy),
       runtime_(make_runtime(cfg)),
       transport_(cluster),
-      placement_(Placement::for_cluster(cluster_, *runtime_, transport_)) {
+      placement_(Placement::for_cluster(cluster_, *runtime_, transport_)),
+      warm_(cfg, cluster, *this, policy.stop_grace_s) {
   raise_fd_limit();
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -75,13 +71,13 @@ std::vector<ProcResult> Launcher::exec_all(const std::vector<std::string>& cmd,
 std::vector<ProcResult> Launcher::python_all(const std::string& code,
                                              std::chrono::milliseconds timeout) const {
   const auto& python = cfg_.train_params.python;
-  if (warm_.empty()) return exec_all({python, "-c", code}, timeout, jax_env());
-  std::vector<std::vector<std::string>> per_node(warm_.size());
-  std::vector<EnvList> envs(warm_.size());
-  for (std::size_t r = 0; r < warm_.size(); ++r)
-    std::tie(per_node[r], envs[r]) = placement_->training(
-        r, agent::warm_start(python, warm_[r].name, warm_[r].pid_file, "", {python, "-c", code}),
-        node_env(r));
+  const auto& warm = warm_.serving();
+  if (warm.empty()) return exec_all({python, "-c", code}, timeout, jax_env());
+  std::vector<std::vector<std::string>> per_node(warm.size());
+  std::vector<EnvList> envs(warm.size());
+  for (std::size_t r = 0; r < warm.size(); ++r)
+    std::tie(per_node[r], envs[r]) =
+        as_training(r, agent::warm_start(python, warm[r].name, warm[r].pid_file, "", {python, "-c", code}));
   return agent_fan_out(per_node, timeout, envs);
 }
 
@@ -161,6 +157,11 @@ std::vector<ProcResult> Launcher::agent_fan_out(const std::vector<std::vector<st
     reqs.push_back(
         {agent_argv(r, per_node[r], r < env.size() ? env[r] : EnvList{}), timeout, cluster_.nodes[r].name});
   return run_all(reqs);
+}
+
+std::pair<std::vector<std::string>, EnvList> Launcher::as_training(
+    std::size_t r, const std::vector<std::string>& program) const {
+  return placement_->training(r, program, node_env(r));
 }
 
 std::vector<ProcResult> Launcher::agent_on_every_node(const std::vector<std::string>& program,
@@ -344,125 +345,13 @@ std::vector<std::string> Launcher::setup() {
     if (!problems.empty()) return problems;
   }
   for (auto& p : find_train_script()) problems.push_back(std::move(p));
-  if (problems.empty()) start_warm_trainers();
+  if (problems.empty()) warm_.start(train_script_, labels_.controller, placement_->writes_yaml_in_a_step());
   return problems;
-}
-
-// A warm trainer on every node, started now, importing while the session sets up; the first
-// training waits for its node's. Not for fewer than two trainings (expect_trainings) unless a
-// scope's later sessions use them, not under Slurm (each training is a step of its own) nor with
-// train_params.warm_start false. A trainer that does not start leaves every training cold.
-void Launcher::start_warm_trainers() {
-  if (!cfg_.train_params.warm_start) {
-    warm_words_ = "off (train_params.warm_start false)";
-    return;
-  }
-  if (placement_->writes_yaml_in_a_step()) {
-    warm_words_ = "off (Slurm: each training is a step of its own)";
-    return;
-  }
-  if (train_script_.empty()) return;
-  const bool scoped = scoped_here();
-  if (!scoped && expected_trainings_ >= 0 && expected_trainings_ < 2) {
-    warm_words_ = "off (" + std::to_string(expected_trainings_) + " training(s) in this session)";
-    return;
-  }
-  static std::atomic<int> sessions{0};
-  std::string tag = labels_.controller + "-" + std::to_string(sessions++);
-  std::replace_if(
-      tag.begin(), tag.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '-');
-  const auto& python = cfg_.train_params.python;
-  std::vector<WarmTrainer> warm(cluster_.nodes.size());
-  std::vector<std::vector<std::string>> per_node(warm.size());
-  std::vector<EnvList> envs(warm.size());
-  for (std::size_t r = 0; r < warm.size(); ++r) {
-    warm[r] = warm_trainer_of(r, tag, scoped);
-    const std::string dir = fs::path(warm[r].pid_file).parent_path().string();
-    auto [argv, env] =
-        placement_->training(r,
-                             agent::warm_trainer(python, warm[r].name, train_script_,
-                                                 agent::kWarmTrainerIdleSeconds, per_training_env_keys()),
-                             node_env(r));
-    auto start =
-        agent::start_detached(dir + "/trainer-" + tag + ".log", dir + "/exit_code", warm[r].pid_file, argv);
-    per_node[r] =
-        agent::if_warm_capable(python, scoped ? agent::unless_running(warm[r].pid_file, start) : start);
-    envs[r] = std::move(env);
-  }
-  auto rs = agent_fan_out(per_node, std::chrono::seconds(120), envs);
-  bool all = true;
-  for (std::size_t r = 0; r < rs.size(); ++r) {
-    if (rs[r].ok()) {
-      if (!scoped)
-        pid_files_live_.push_back(warm[r].pid_file);  // stopped at teardown; the scope's at its end
-      continue;
-    }
-    all = false;
-    if (rs[r].exit_code == agent::kExitNotWarmCapable) {
-      warm_words_ = "off (" + cluster_.nodes[r].name + ": " + python + " is not a Python 3.9+)";
-      spdlog::info("{}: {} is not a Python 3.9+: every training starts cold", cluster_.nodes[r].name, python);
-      continue;
-    }
-    warm_words_ = "off (" + cluster_.nodes[r].name + ": the warm trainer did not start)";
-    spdlog::warn("{}: the warm trainer did not start ({}): every training starts cold",
-                 cluster_.nodes[r].name, rs[r].describe());
-  }
-  if (!all) return;
-  warm_ = std::move(warm);
-  warm_words_ = "a warm trainer on each of " + std::to_string(warm_.size()) + " node(s)" +
-                (scoped ? " (the certification's: " + warm_scope_ + ")" : "");
-}
-
-std::string Launcher::warm_scope_dir() const {
-  return cfg_.paths.temp_dir + "/warm-trainer/scope-" + warm_scope_;
-}
-
-std::string Launcher::warm_scope_socket_prefix() const {
-  return "cvs-warm-" + warm_scope_ + "-";
-}
-
-// A session's trainer is its own (the session's tag). A scope's is named by what a training must
-// share with it: the python, the train script, the node and the environment but for the
-// per-training variables (another config's environment, another trainer beside it).
-Launcher::WarmTrainer Launcher::warm_trainer_of(std::size_t r, const std::string& tag, bool scoped) const {
-  if (!scoped) {
-    const std::string dir = cfg_.paths.temp_dir + "/warm-trainer/" + tag + "/node-" + std::to_string(r);
-    return {"cvs-warm-" + tag + "-" + std::to_string(r), dir + "/pid"};
-  }
-  const auto keys = per_training_env_keys();
-  std::string what = cfg_.train_params.python + '\n' + train_script_ + '\n' + cluster_.nodes[r].name + '\n' +
-                     cluster_.nodes[r].host + '\n';
-  auto env = cfg_.container.env;
-  for (const auto& kv : node_env(r)) env.push_back(kv);
-  std::sort(env.begin(), env.end());
-  for (const auto& [k, v] : env)
-    if (std::find(keys.begin(), keys.end(), k) == keys.end()) what += k + '=' + v + '\n';
-  const std::string key = sha256_hex(what).substr(0, 16);
-  return {warm_scope_socket_prefix() + key, warm_scope_dir() + "/" + key + "/pid"};
-}
-
-bool Launcher::scoped_here() const {
-  return !warm_scope_.empty() && cfg_.container.runtime == "local";
-}
-
-void Launcher::stop_warm_scope() {
-  if (!scoped_here()) return;
-  agent_on_every_node(agent::stop(warm_scope_dir(), policy_.stop_grace_s), std::chrono::seconds(60));
-}
-
-std::vector<std::string> Launcher::await_warm_scope(std::chrono::seconds limit) {
-  std::vector<std::string> still(cluster_.nodes.size());
-  if (!scoped_here()) return still;
-  const auto rs = agent_on_every_node(
-      agent::await_warm(warm_scope_dir(), warm_scope_socket_prefix(), static_cast<int>(limit.count())),
-      limit + std::chrono::seconds(30));
-  for (std::size_t r = 0; r < rs.size(); ++r)
-    if (!rs[r].ok()) still[r] = cluster_.nodes[r].name + ": " + rs[r].describe();
-  return still;
 }
 
 std::vector<std::string> Launcher::teardown() {
   std::vector<std::string> problems;
+  warm_.stop_session();  // this session's warm trainers first, then its trainings (as they started)
   if (!pid_files_live_.empty()) {
     for (const auto& p : pid_files_live_)
       agent_on_every_node(agent::stop(p, policy_.stop_grace_s), std::chrono::seconds(60));

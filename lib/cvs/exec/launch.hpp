@@ -17,6 +17,7 @@
 #include "cvs/exec/node_stream.hpp"
 #include "cvs/exec/runtime.hpp"
 #include "cvs/exec/transport.hpp"
+#include "cvs/exec/warm_trainers.hpp"
 #include "cvs/logs/logscan.hpp"
 #include "cvs/results/telemetry_record.hpp"
 
@@ -107,11 +108,13 @@ inline constexpr const char* kDefaultCoordinatorPort = "12346";
 
 class Placement;  // placement.hpp
 
-class Launcher {
+// Runs the node-agent programs of its warm trainers (WarmTrainers::Nodes, privately: only they
+// ask it that way).
+class Launcher : private WarmTrainers::Nodes {
  public:
   // With a slurm cluster, setup() allocates (the placement) and fills cluster.nodes with the hosts.
   Launcher(const SuiteConfig& cfg, Cluster& cluster, PollPolicy policy);
-  ~Launcher();
+  ~Launcher() override;
 
   // Launches the container on every node (a no-op for the local runtime) and resolves the train
   // script (first of train_script_paths that exists on every node). Returns problems, one per node.
@@ -130,30 +133,32 @@ class Launcher {
   // How many trainings the session will start (before setup()): the warm trainers start only for
   // two or more (one training gains nothing from them; a session that trains nothing, as certify's
   // preflight, would pay their import for none). Unknown (not called): they start.
-  void expect_trainings(int n) { expected_trainings_ = n; }
+  void expect_trainings(int n) { warm_.expect_trainings(n); }
   // A certification's scope (before setup(); [A-Za-z0-9-], at most 32): the warm trainers are its,
   // not this session's. Each node's trainer for this config's python, script and environment is
   // started by the first session of the scope that needs it (one already running is used), stays
   // after the session's teardown for the scope's next sessions on the node (any tier, any rank:
   // the variables that differ between them are each training's, per_training_env_keys), and ends
   // with stop_warm_scope() or idle. The local runtime only: a container ends with its session.
-  void set_warm_scope(std::string scope) { warm_scope_ = std::move(scope); }
+  void set_warm_scope(std::string scope) { warm_.set_scope(std::move(scope)); }
   // Stops the warm trainers of set_warm_scope's scope on every node (safe when none runs).
-  void stop_warm_scope();
+  void stop_warm_scope() { warm_.stop_scope(); }
   // Waits until every warm trainer of the scope on every node serves or has ended (none still
   // importing beside a training that measures speed); at most `limit`. What still imports then,
   // per node ("" where none).
-  std::vector<std::string> await_warm_scope(std::chrono::seconds limit);
+  std::vector<std::string> await_warm_scope(std::chrono::seconds limit) const {
+    return warm_.await_scope(limit);
+  }
   // After setup(): "a warm trainer on each of N node(s)", or "off (why)" (the setup's warm_start).
-  const std::string& warm_start_words() const { return warm_words_; }
+  const std::string& warm_start_words() const { return warm_.words(); }
 
   // The env injected into the training process on node `rank` (exposed for tests and reports):
   // per_training_env's, then what every training of the config shares.
-  EnvList node_env(std::size_t rank) const;
+  EnvList node_env(std::size_t rank) const override;
   // The variables of node_env that differ between trainings on one node (its rank, the node count,
   // the coordinator): MaxText and JAX read them when a training initialises, not at import.
   EnvList per_training_env(std::size_t rank) const;
-  std::vector<std::string> per_training_env_keys() const;
+  std::vector<std::string> per_training_env_keys() const override;
   // Hugging Face's env for training and the tokenizer download: HF_TOKEN_PATH (the token file's
   // path, never its value) and HF_HOME; empty when paths.hf_token_file is empty.
   EnvList hf_env() const;
@@ -190,7 +195,9 @@ class Launcher {
   // on this host inside a Slurm allocation).
   std::vector<ProcResult> agent_fan_out(const std::vector<std::vector<std::string>>& per_node,
                                         std::chrono::milliseconds timeout,
-                                        const std::vector<EnvList>& env = {}) const;
+                                        const std::vector<EnvList>& env = {}) const override;
+  std::pair<std::vector<std::string>, EnvList> as_training(
+      std::size_t r, const std::vector<std::string>& program) const override;
   // One node-agent program on every node (agent_fan_out), no environment of its own.
   std::vector<ProcResult> agent_on_every_node(const std::vector<std::string>& program,
                                               std::chrono::milliseconds timeout) const;
@@ -210,23 +217,7 @@ class Launcher {
   std::string image_id_;
   bool launched_ = false;
   std::vector<std::string> pid_files_live_;
-  // Each node's warm trainer (agent::warm_trainer), rank order; empty: every training starts cold.
-  struct WarmTrainer {
-    std::string name;      // its abstract socket
-    std::string pid_file;  // its session's pid file on the node
-  };
-  std::vector<WarmTrainer> warm_;
-  int expected_trainings_ = -1;
-  std::string warm_words_ = "off";
-  std::string warm_scope_;
-  void start_warm_trainers();
-  // Node r's warm trainer: this session's, or (warm_scope_) the scope's for this config on the node.
-  WarmTrainer warm_trainer_of(std::size_t r, const std::string& tag, bool scoped) const;
-  std::string warm_scope_dir() const;
-  std::string warm_scope_socket_prefix() const;  // a scope's trainer's socket: this, then its key
-  // A scope's trainers are the local runtime's only (a container ends with its session): with
-  // another runtime there is none to start, await or stop.
-  bool scoped_here() const;
+  WarmTrainers warm_;  // each node's warm trainer (warm_trainers.hpp)
 };
 
 }  // namespace cvs

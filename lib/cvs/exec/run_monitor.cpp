@@ -139,9 +139,9 @@ std::string Launcher::RunMonitor::start() {
     const auto& python = l_.cfg_.train_params.python;
     std::vector<std::string> argv = {python, l_.train_script_, t.yaml};
     std::string warm_pid;
-    if (!l_.warm_.empty()) {
+    if (const auto& warm = l_.warm_.serving(); !warm.empty()) {
       warm_pid = t.pid + ".warm";
-      argv = agent::warm_start(python, l_.warm_[r].name, l_.warm_[r].pid_file, warm_pid, argv);
+      argv = agent::warm_start(python, warm[r].name, warm[r].pid_file, warm_pid, argv);
     }
     if (!t.telemetry_file.empty())
       argv = agent::with_telemetry(t.telemetry_file, telemetry_interval_s(), t.log, argv, warm_pid);
