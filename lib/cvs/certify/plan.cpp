@@ -57,8 +57,7 @@ std::string bounds(const std::vector<RunGroup>& groups, const Options& o, const 
   }
   std::string again;
   for (const auto& r : groups)
-    if (!r.certain) again += (again.empty() ? "" : ", ") + r.what;
-  if (k == TierKind::Scale) again = "each rung twice more (2x and 4x its steps) while it has no interval";
+    if (!r.certain && !r.what.empty()) again += (again.empty() ? "" : ", ") + r.what;
   if (!again.empty()) {
     const auto most = guessed(groups, o.max_parallel, g, true);
     s += fmt::format("; at most ~{:.1f} min, {:.1f} node-min with every rerun it may call for ({})",

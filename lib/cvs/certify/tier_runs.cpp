@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
 #include <numeric>
 
 namespace cvs::certify {
@@ -49,10 +50,15 @@ std::vector<RunGroup> scale_runs(const Inputs& in, std::size_t n) {
   std::vector<RunGroup> v;
   for (auto k : ladder(n))
     v.push_back({fmt::format("{} node(s)", k), 1, k, 1, in.distributed_steps, 0, true});
+  // The reruns in one sentence (the plan's words), on the first of their groups.
+  static_assert(std::size(kRungRerunMultiples) == 2, "the words say twice");
+  const std::string again =
+      fmt::format("each rung twice more ({}x and {}x its steps) while it has no interval",
+                  kRungRerunMultiples[0], kRungRerunMultiples[1]);
+  const auto rungs = v.size();
   for (auto k : ladder(n))
     for (auto m : kRungRerunMultiples)
-      v.push_back(
-          {fmt::format("{} node(s) with {}x the steps", k, m), 1, k, 1, m * in.distributed_steps, 0, false});
+      v.push_back({v.size() == rungs ? again : "", 1, k, 1, m * in.distributed_steps, 0, false});
   return v;
 }
 

@@ -14,7 +14,7 @@
 namespace cvs::certify {
 
 struct RunGroup {
-  std::string what;            // in words
+  std::string what;            // in words (empty: an earlier group's words say it too)
   std::size_t runs = 0;        // suite runs, at most max_parallel at once
   std::size_t nodes = 1;       // the nodes each run trains on together
   double startups = 1;         // each run's start-ups (one per sweep it trains; a setup alone 1/4)

@@ -268,26 +268,34 @@ GpuSample metric_gpu(const J& g, std::size_t fallback_index) {
 
 }  // namespace
 
-std::vector<AmdGpuId> parse_amd_smi_list(std::string_view output) {
+namespace {
+
+// One T a GPU of an amd-smi --json output, in its order: read(gpu, its position) gives each.
+template <typename T, typename Read>
+std::vector<T> each_gpu(std::string_view output, Read read) {
   const J gpus = amd_smi_gpus(output);
-  std::vector<AmdGpuId> out;
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
-    AmdGpuId id;
-    id.index = index_of(gpus[i], i);
-    id.bdf = text_at(gpus[i], {"bdf"});
-    id.bus_id = normalize_bus_id(id.bdf);
-    id.uuid = text_at(gpus[i], {"uuid"});
-    if (const auto p = amd_figure_at(gpus[i], {"partition_id"})) id.partition = static_cast<int>(*p);
-    out.push_back(std::move(id));
-  }
+  std::vector<T> out;
+  out.reserve(gpus.size());
+  for (std::size_t i = 0; i < gpus.size(); ++i) out.push_back(read(gpus[i], i));
   return out;
 }
 
+}  // namespace
+
+std::vector<AmdGpuId> parse_amd_smi_list(std::string_view output) {
+  return each_gpu<AmdGpuId>(output, [](const J& g, std::size_t i) {
+    AmdGpuId id;
+    id.index = index_of(g, i);
+    id.bdf = text_at(g, {"bdf"});
+    id.bus_id = normalize_bus_id(id.bdf);
+    id.uuid = text_at(g, {"uuid"});
+    if (const auto p = amd_figure_at(g, {"partition_id"})) id.partition = static_cast<int>(*p);
+    return id;
+  });
+}
+
 std::vector<AmdGpuStatic> parse_amd_smi_static(std::string_view output) {
-  const J gpus = amd_smi_gpus(output);
-  std::vector<AmdGpuStatic> out;
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
-    const J& g = gpus[i];
+  return each_gpu<AmdGpuStatic>(output, [](const J& g, std::size_t i) {
     AmdGpuStatic s;
     s.index = index_of(g, i);
     s.market_name = text_at(g, {"asic", "market_name"});
@@ -299,23 +307,19 @@ std::vector<AmdGpuStatic> parse_amd_smi_static(std::string_view output) {
     if (!s.power_max_w) s.power_max_w = amd_figure_at(g, {"limit", "ppt0", "max_power_limit"});
     s.pcie_width_max = amd_figure_at(g, {"bus", "max_pcie_width"});
     s.pcie_rate_max = rate_gts(amd_node(g, {"bus", "max_pcie_speed"}));
-    out.push_back(std::move(s));
-  }
-  return out;
+    return s;
+  });
 }
 
 std::vector<AmdBadPages> parse_amd_smi_bad_pages(std::string_view output) {
-  const J gpus = amd_smi_gpus(output);
-  std::vector<AmdBadPages> out;
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
+  return each_gpu<AmdBadPages>(output, [](const J& g, std::size_t i) {
     AmdBadPages b;
-    b.index = index_of(gpus[i], i);
-    b.retired = page_count(amd_node(gpus[i], {"retired"}));
-    b.pending = page_count(amd_node(gpus[i], {"pending"}));
-    b.unreservable = page_count(amd_node(gpus[i], {"un_res"}));
-    out.push_back(b);
-  }
-  return out;
+    b.index = index_of(g, i);
+    b.retired = page_count(amd_node(g, {"retired"}));
+    b.pending = page_count(amd_node(g, {"pending"}));
+    b.unreservable = page_count(amd_node(g, {"un_res"}));
+    return b;
+  });
 }
 
 std::vector<GpuSample> parse_amd_smi_metric(std::string_view output) {

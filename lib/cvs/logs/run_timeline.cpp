@@ -29,8 +29,7 @@ int number(std::string_view s, std::size_t at, std::size_t n) {  // n digits, ch
 
 // "Lmmdd hh:mm:ss" at `at` (L one of glog's severities).
 std::optional<double> header_at(std::string_view s, std::size_t at) {
-  const char severity = s[at];
-  if (severity != 'I' && severity != 'W' && severity != 'E' && severity != 'F') return std::nullopt;
+  if (std::string_view("IWEF").find(s[at]) == std::string_view::npos) return std::nullopt;
   if (!digits(s, at + 1, 4) || at + 14 >= s.size() || s[at + 5] != ' ' || !digits(s, at + 6, 2) ||
       s[at + 8] != ':' || !digits(s, at + 9, 2) || s[at + 11] != ':' || !digits(s, at + 12, 2))
     return std::nullopt;

@@ -117,26 +117,6 @@ void StepSeries::add(const StepRecord& r) {
   ++records_;
 }
 
-const char* to_string(ExcludedBecause b) {
-  switch (b) {
-    case ExcludedBecause::AsyncDispatch:
-      return "asynchronous_dispatch";
-    case ExcludedBecause::CatchUp:
-      return "catch_up";
-    case ExcludedBecause::StartUp:
-      return "start_up";
-    case ExcludedBecause::Eval:
-      return "eval";
-    case ExcludedBecause::CheckpointSave:
-      return "checkpoint_save";
-    case ExcludedBecause::Profiler:
-      return "profiler";
-    case ExcludedBecause::Stall:
-      return "stall";
-  }
-  return "";
-}
-
 // Every record waits in the queue for kLookahead later ones; rampup and profiler boundary steps
 // carry no throughput, the warm-up (the run's first kWarmupSteps step numbers) is no speed record.
 void StepSeries::add_speed(const StepRecord& r) {
@@ -249,46 +229,6 @@ void StepSeries::exclude(const Queued& q, ExcludedBecause why, double ref) {
   if (async) async_dropped_.push_back(q.r.step);
   excluded_.push_back({q.r.step, s, why});
   async_notes_.push_back(exclusion_note(q, why, ref));
-}
-
-std::string StepSeries::exclusion_note(const Queued& q, ExcludedBecause why, double ref) const {
-  const double s = *q.r.seconds;
-  const std::string head =
-      "step " + std::to_string(q.r.step) + " (" + short_number(s) + " s) left out of the speed figures: ";
-  const std::string med = short_number(ref) + " s";
-  std::string because;
-  switch (why) {
-    case ExcludedBecause::StartUp:
-      because =
-          "outside 0.5-2x the median " + med + " of the steps around it (MaxText's asynchronous dispatch)";
-      break;
-    case ExcludedBecause::AsyncDispatch:
-      because = "far under the median " + med +
-                " of the steps around it (MaxText's asynchronous dispatch: the record timed the dispatch, "
-                "not the work)";
-      break;
-    case ExcludedBecause::CatchUp:
-      because = "over 1.5x the median " + med + ": the work of the dispatch record of step " +
-                std::to_string(last_dispatch_step_.value_or(q.r.step - 1)) + " caught up here";
-      break;
-    case ExcludedBecause::Eval:
-      because = "over 1.5x the median " + med + ": its time includes the eval after step " +
-                std::to_string(q.mark->second);
-      break;
-    case ExcludedBecause::CheckpointSave:
-      because = "over 1.5x the median " + med + ": its time includes the checkpoint save of step " +
-                std::to_string(q.mark->second);
-      break;
-    case ExcludedBecause::Profiler:
-      because = "over 1.5x the median " + med +
-                ": its time includes a profiler window the log opens or closes around it";
-      break;
-    case ExcludedBecause::Stall:
-      because = "a stall: over " + short_number(ctx_.stall_factor) + "x the median " + med +
-                " of the steps around it with no eval, checkpoint or profiler in the log to explain it";
-      break;
-  }
-  return head + because;
 }
 
 // A warm-up candidate (the run's first kWarmupSteps step numbers) of a run that does not start at
