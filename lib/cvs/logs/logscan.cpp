@@ -286,7 +286,8 @@ void LogScanner::process(std::string_view chunk, bool events) {
     }
   }
   flush();
-  result_.lines += count_newlines(base, base + chunk.size());
+  // The lines before the last hit line are counted already (line_no): only the rest once more.
+  result_.lines = line_no - 1 + count_newlines(counted_to, base + chunk.size());
 }
 
 void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t at, long long line_no) {
