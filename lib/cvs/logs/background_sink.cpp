@@ -16,7 +16,12 @@ BackgroundSink::~BackgroundSink() {
 
 void BackgroundSink::hand_over() {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !handed_full_; });
+  cv_.wait(lock, [this] { return !handed_full_ || error_; });
+  if (error_) {  // `to` gave up: the scan stops here, within two batches of the throw
+    lock.unlock();
+    stop();
+    std::rethrow_exception(error_);
+  }
   filling_.swap(handed_);
   handed_full_ = true;
   cv_.notify_all();
@@ -25,6 +30,7 @@ void BackgroundSink::hand_over() {
 void BackgroundSink::run() {
   std::vector<Record> work;
   work.reserve(kBatch);
+  bool failed = false;
   for (;;) {
     {
       std::unique_lock lock(mu_);
@@ -35,7 +41,7 @@ void BackgroundSink::run() {
       cv_.notify_all();
     }
     // After a throw the rest is only drained: the scan must not wait on a sink that gave up.
-    if (!error_) try {
+    if (!failed) try {
         for (const auto& r : work)
           std::visit(
               [this](const auto& v) {
@@ -49,7 +55,10 @@ void BackgroundSink::run() {
               },
               r);
       } catch (...) {
+        failed = true;
+        std::lock_guard lock(mu_);
         error_ = std::current_exception();
+        cv_.notify_all();
       }
     work.clear();
   }

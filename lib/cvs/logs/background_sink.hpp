@@ -6,6 +6,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -21,27 +22,30 @@ class BackgroundSink : public RecordSink {
   BackgroundSink& operator=(const BackgroundSink&) = delete;
 
   void step(const StepRecord& r) override { add(r); }
+  void step(StepRecord&& r) override { add(std::move(r)); }
   void eval(const EvalRecord& e) override { add(e); }
   void marker(const StepMarker& m) override { add(m); }
   // Hands on the last records and waits until `to` has taken them all; rethrows what `to` threw.
+  // A throw in `to` is also rethrown by the step(), eval() or marker() that hands over the next
+  // batch, so a scan stops within two batches (2048 records) of it.
   void close();
 
  private:
   using Record = std::variant<StepRecord, EvalRecord, StepMarker>;
   static constexpr std::size_t kBatch = 1024;  // ~0.2 MiB a batch, three batches at most
   template <typename T>
-  void add(const T& r) {
-    filling_.emplace_back(r);
+  void add(T&& r) {
+    filling_.emplace_back(std::forward<T>(r));
     if (filling_.size() == kBatch) hand_over();
   }
-  void hand_over();  // waits while the thread still holds the batch before
+  void hand_over();  // waits while the thread still holds the batch before; rethrows `to`'s throw
   void run();
   void stop();
 
   RecordSink& to_;
   std::vector<Record> filling_, handed_;
   bool handed_full_ = false, closing_ = false;
-  std::exception_ptr error_;
+  std::exception_ptr error_;  // what `to` threw; set by the thread under mu_
   std::mutex mu_;
   std::condition_variable cv_;
   std::thread worker_;

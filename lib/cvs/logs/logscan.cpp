@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace cvs {
 namespace {
@@ -297,7 +298,7 @@ void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t
       r->line_no = line_no;
       if (at > 0) r->host = host_of_prefix(line.substr(0, at));
       if (auto t = glog_seconds(line.substr(0, at))) result_.timeline.step(*t, r->seconds);
-      take_step(*r);
+      take_step(std::move(*r));
     }
     return;
   }
@@ -310,19 +311,19 @@ void LogScanner::on_event(std::string_view line, std::size_t needle, std::size_t
       ev->step->line_no = line_no;
       if (at > 0) ev->step->host = host_of_prefix(line.substr(0, at));
     }
-    record(*ev, line_no);
+    record(std::move(*ev), line_no);
   }
 }
 
-void LogScanner::take_step(const StepRecord& r) {
+void LogScanner::take_step(StepRecord&& r) {
   if (sink_)
-    sink_->step(r);
+    sink_->step(std::move(r));
   else
-    result_.steps.push_back(r);
+    result_.steps.push_back(std::move(r));
 }
 
-void LogScanner::record(const LogEvent& ev, long long line_no) {
-  if (ev.step) take_step(*ev.step);
+void LogScanner::record(LogEvent&& ev, long long line_no) {
+  if (ev.step) take_step(std::move(*ev.step));
   if (ev.eval) {
     result_.evals.push_back(*ev.eval);
     if (sink_) sink_->eval(*ev.eval);

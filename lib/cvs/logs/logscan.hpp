@@ -54,6 +54,8 @@ class RecordSink {
  public:
   virtual ~RecordSink() = default;
   virtual void step(const StepRecord& r) = 0;
+  // The scanner hands its own records over with this one: a sink that keeps them may move them.
+  virtual void step(StepRecord&& r) { step(static_cast<const StepRecord&>(r)); }
   virtual void eval(const EvalRecord& e) = 0;
   virtual void marker(const StepMarker&) {}
 };
@@ -80,8 +82,8 @@ class LogScanner {
 
  private:
   void process(std::string_view complete_lines, bool events = true);
-  void record(const LogEvent& ev, long long line_no);
-  void take_step(const StepRecord& r);  // to the sink, or kept
+  void record(LogEvent&& ev, long long line_no);
+  void take_step(StepRecord&& r);  // to the sink, or kept
   // A line of a chunk with at least one match: an error candidate, and/or the MaxText event
   // needle (index, offset in the line) that matched first.
   struct HitLine {

@@ -176,8 +176,7 @@ std::optional<double> StepSeries::reference_seconds() const {
     if (queue_[k].timed && queue_[k].warmup) ref[n++] = *queue_[k].r.seconds;
   if (n < 2) return std::nullopt;
   std::sort(ref.begin(), ref.begin() + static_cast<long>(n));
-  // percentile_rank(n, 50) without its floating point: the middle one, or halfway between two.
-  PercentileRank rank{(n - 1) / 2, n / 2, n % 2 == 0 ? 0.5 : 0.0};
+  const auto rank = percentile_rank(n, 50);
   return rank.at(ref[rank.lo], ref[rank.hi]);
 }
 
