@@ -164,11 +164,6 @@ std::pair<std::vector<std::string>, EnvList> Launcher::as_training(
   return placement_->training(r, program, node_env(r));
 }
 
-std::vector<ProcResult> Launcher::agent_on_every_node(const std::vector<std::string>& program,
-                                                      std::chrono::milliseconds timeout) const {
-  return agent_fan_out(std::vector<std::vector<std::string>>(cluster_.nodes.size(), program), timeout);
-}
-
 std::vector<std::string> Launcher::per_node_problems(const std::vector<ProcResult>& rs,
                                                      const std::string& what) const {
   std::vector<std::string> problems;

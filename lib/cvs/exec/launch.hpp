@@ -198,9 +198,7 @@ class Launcher : private WarmTrainers::Nodes {
                                         const std::vector<EnvList>& env = {}) const override;
   std::pair<std::vector<std::string>, EnvList> as_training(
       std::size_t r, const std::vector<std::string>& program) const override;
-  // One node-agent program on every node (agent_fan_out), no environment of its own.
-  std::vector<ProcResult> agent_on_every_node(const std::vector<std::string>& program,
-                                              std::chrono::milliseconds timeout) const;
+  std::size_t node_count() const override { return cluster_.nodes.size(); }
   // The local argv that runs a node-agent program for node `rank` where the agent lives.
   std::vector<std::string> agent_argv(std::size_t rank, const std::vector<std::string>& program,
                                       const EnvList& env = {}) const;

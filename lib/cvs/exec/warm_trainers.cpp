@@ -116,29 +116,28 @@ bool WarmTrainers::scoped_here() const {
   return !scope_.empty() && cfg_.container.runtime == "local";
 }
 
-std::vector<ProcResult> WarmTrainers::on_every_node(const std::vector<std::string>& program,
-                                                    std::chrono::milliseconds timeout) const {
-  return nodes_.agent_fan_out(std::vector<std::vector<std::string>>(cluster_.nodes.size(), program), timeout,
-                              {});
+std::vector<ProcResult> WarmTrainers::Nodes::agent_on_every_node(const std::vector<std::string>& program,
+                                                                 std::chrono::milliseconds timeout) const {
+  return agent_fan_out(std::vector<std::vector<std::string>>(node_count(), program), timeout, {});
 }
 
 void WarmTrainers::stop_session() {
   for (const auto& p : session_pid_files_)
-    on_every_node(agent::stop(p, stop_grace_s_), std::chrono::seconds(60));
+    nodes_.agent_on_every_node(agent::stop(p, stop_grace_s_), std::chrono::seconds(60));
   session_pid_files_.clear();
 }
 
 void WarmTrainers::stop_scope() {
   if (!scoped_here()) return;
-  on_every_node(agent::stop(scope_dir(), stop_grace_s_), std::chrono::seconds(60));
+  nodes_.agent_on_every_node(agent::stop(scope_dir(), stop_grace_s_), std::chrono::seconds(60));
 }
 
 std::vector<std::string> WarmTrainers::await_scope(std::chrono::seconds limit) const {
   std::vector<std::string> still(cluster_.nodes.size());
   if (!scoped_here()) return still;
-  const auto rs =
-      on_every_node(agent::await_warm(scope_dir(), scope_socket_prefix(), static_cast<int>(limit.count())),
-                    limit + std::chrono::seconds(30));
+  const auto rs = nodes_.agent_on_every_node(
+      agent::await_warm(scope_dir(), scope_socket_prefix(), static_cast<int>(limit.count())),
+      limit + std::chrono::seconds(30));
   for (std::size_t r = 0; r < rs.size(); ++r)
     if (!rs[r].ok()) still[r] = cluster_.nodes[r].name + ": " + rs[r].describe();
   return still;

@@ -34,6 +34,10 @@ class WarmTrainers {
         std::size_t r, const std::vector<std::string>& program) const = 0;
     virtual EnvList node_env(std::size_t r) const = 0;  // a training's environment on node r
     virtual std::vector<std::string> per_training_env_keys() const = 0;
+    virtual std::size_t node_count() const = 0;
+    // One node-agent program on every node (agent_fan_out), no environment of its own.
+    std::vector<ProcResult> agent_on_every_node(const std::vector<std::string>& program,
+                                                std::chrono::milliseconds timeout) const;
   };
 
   WarmTrainers(const SuiteConfig& cfg, const Cluster& cluster, const Nodes& nodes, int stop_grace_s);
@@ -60,8 +64,6 @@ class WarmTrainers {
   std::string scope_socket_prefix() const;  // a scope's trainer's socket: this, then its key
   // A scope's trainers are the local runtime's only (a container ends with its session).
   bool scoped_here() const;
-  std::vector<ProcResult> on_every_node(const std::vector<std::string>& program,
-                                        std::chrono::milliseconds timeout) const;
 
   const SuiteConfig& cfg_;
   const Cluster& cluster_;
