@@ -93,19 +93,8 @@ cvs::NodeTelemetry run_on(const json& table, int major, const std::vector<std::s
   return cvs::summarize_telemetry("n3", p);
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string t;
-  for (const auto& w : v) t += w + "\n";
-  return t;
-}
-
-void names_only_gpu5(const std::string& words, const std::string& what) {
-  EXPECT_NE(words.find("GPU 5"), std::string::npos) << what << ": " << words;
-  for (int i = 0; i < 8; ++i) {
-    if (i == 5) continue;
-    EXPECT_EQ(words.find("GPU " + std::to_string(i) + " "), std::string::npos) << what << ": " << words;
-  }
-}
+using cvs::test::joined;
+using cvs::test::names_only_gpu5;
 
 struct Fault {
   const char* name;

@@ -101,4 +101,18 @@ ThresholdSpec threshold_spec(const std::string& metric, ThresholdKind kind, doub
                                        << xml;
 }
 
+std::string joined(const std::vector<std::string>& v) {
+  std::string t;
+  for (const auto& w : v) t += w + "\n";
+  return t;
+}
+
+void names_only_gpu5(const std::string& words, const std::string& what) {
+  EXPECT_NE(words.find("GPU 5"), std::string::npos) << what << ": " << words;
+  for (int i = 0; i < 8; ++i) {
+    if (i == 5) continue;
+    EXPECT_EQ(words.find("GPU " + std::to_string(i) + " "), std::string::npos) << what << ": " << words;
+  }
+}
+
 }  // namespace cvs::test

@@ -49,6 +49,11 @@ struct Proc {
 // Runs a command through /bin/sh, capturing stdout+stderr.
 Proc run_command(const std::string& cmd);
 
+// The lines of v, each ended by a newline.
+std::string joined(const std::vector<std::string>& v);
+// Every word names GPU 5 and no other of GPUs 0-7 (the node tests' bad GPU; `what` says which words).
+void names_only_gpu5(const std::string& words, const std::string& what);
+
 }  // namespace cvs::test
 
 namespace cvs::test {

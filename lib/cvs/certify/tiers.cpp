@@ -95,7 +95,6 @@ Outcome outcome_of(const std::vector<FleetNode>& runs, const TierRecord& t) {
 class PreflightTier final : public Tier {
  public:
   TierKind kind() const override { return TierKind::Preflight; }
-  bool runs_first() const override { return true; }
   void run(Certification& c, TierRecord& t) const override {
     const auto nodes = c.healthy_nodes();
     const fs::path dir(t.dir);
@@ -207,7 +206,6 @@ void checkpoint_once(Certification& c, TierRecord& t, const std::vector<FleetNod
 class NodesTier final : public Tier {
  public:
   TierKind kind() const override { return TierKind::Nodes; }
-  bool runs_first() const override { return true; }
   void run(Certification& c, TierRecord& t) const override {
     const auto nodes = c.healthy_nodes();
     const bool own = user_filter(c.o);

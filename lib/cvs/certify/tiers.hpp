@@ -41,8 +41,8 @@ class Tier {
   // How many run-times it needs on `healthy` nodes (the budget's estimate): the rounds of its
   // certain runs (certify/tier_runs.hpp); 0 for the tiers that run first, before a run was timed.
   double runs_needed(const Options& o, const Inputs& in, std::size_t healthy) const;
-  // It runs before any run was timed: the budget has nothing to hold it against.
-  virtual bool runs_first() const { return false; }
+  // It runs before any run was timed (preflight, nodes): the budget has nothing to hold it against.
+  bool runs_first() const { return kind() == TierKind::Preflight || kind() == TierKind::Nodes; }
   // "" when it can start on `healthy` nodes, else why not.
   virtual std::string cannot_start(std::size_t healthy) const {
     return healthy == 0 ? "no healthy node left" : "";

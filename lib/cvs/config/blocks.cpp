@@ -109,23 +109,15 @@ void read_xla_flags(JsonReader& r, std::vector<std::pair<std::string, std::strin
 }  // namespace
 
 void from_json(JsonReader& r, RuntimeArgs& a) {
-  r.str("network", a.network);
-  r.str("ipc", a.ipc);
+  r.strs({{"network", a.network}, {"ipc", a.ipc}, {"shm-size", a.shm_size}, {"gpus", a.gpus}});
   r.boolean("privileged", a.privileged);
-  r.str("shm-size", a.shm_size);
-  r.str_list("ulimit", a.ulimit);
-  r.str_list("volumes", a.volumes);
-  r.str_list("devices", a.devices);
-  r.str_list("group-add", a.group_add);
-  r.str_list("cap-add", a.cap_add);
-  r.str_list("security-opt", a.security_opt);
-  r.str("gpus", a.gpus);
+  r.str_lists({{"ulimit", a.ulimit}, {"volumes", a.volumes}, {"devices", a.devices}});
+  r.str_lists({{"group-add", a.group_add}, {"cap-add", a.cap_add}, {"security-opt", a.security_opt}});
 }
 
 void from_json(JsonReader& r, Container& c) {
   r.choice("lifetime", c.lifetime, {"per_run"}, "use \"per_run\"");
-  r.str("name", c.name);
-  r.str("image", c.image);
+  r.strs({{"name", c.name}, {"image", c.image}});
   const std::vector<std::string> runtimes = {"docker", "podman", "local"};
   const std::string runtime_fix = "use " + join_or(runtimes);
   if (const auto* rt = r.find("runtime"); rt && rt->is_object()) {
@@ -143,13 +135,10 @@ void from_json(JsonReader& r, Container& c) {
 }
 
 void from_json(JsonReader& r, TrainParams& t) {
-  r.str("hf_model_id", t.hf_model_id);
-  r.str_list("train_script_paths", t.train_script_paths);
-  r.str("python", t.python);
-  r.str("model_id", t.model_id);
-  r.str("maxtext_branch", t.maxtext_branch);
-  r.str("maxtext_root", t.maxtext_root);
+  r.strs({{"hf_model_id", t.hf_model_id}, {"python", t.python}, {"model_id", t.model_id}});
+  r.strs({{"maxtext_branch", t.maxtext_branch}, {"maxtext_root", t.maxtext_root}});
   r.str("maxtext_install_cmd", t.maxtext_install_cmd);
+  r.str_list("train_script_paths", t.train_script_paths);
   r.boolean("warm_start", t.warm_start);
   if (t.train_script_paths.empty())
     r.issues().add(r.at("train_script_paths"), "no train script candidates",

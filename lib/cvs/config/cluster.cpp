@@ -100,11 +100,8 @@ void read_names(JsonReader& r, const std::string& key, bool non_empty, std::vect
 // The slurm block; nodelist: the hosts of an existing job (job_id).
 void read_slurm_block(JsonReader& r, SlurmOptions& s, std::vector<std::string>& nodelist) {
   r.integer("nodes", s.nodes, 1);
-  r.str("partition", s.partition);
-  r.str("account", s.account);
-  r.str("time_limit", s.time_limit);
-  r.str("container_image", s.container_image);
-  r.str("container_mounts", s.container_mounts);
+  r.strs({{"partition", s.partition}, {"account", s.account}, {"time_limit", s.time_limit}});
+  r.strs({{"container_image", s.container_image}, {"container_mounts", s.container_mounts}});
   read_job_id(r, s);
   read_names(r, "extra_args", false, s.extra_args, "extra_args must be a list of strings",
              "e.g. [\"--exclusive\"]");
@@ -157,12 +154,9 @@ std::optional<Node> read_node(const OrderedJson& n, const std::string& p, const 
     node.host = n.get<std::string>();
   } else if (n.is_object()) {
     JsonReader r(issues, n, p, "a node");
-    r.str("name", node.name);
-    r.str("host", node.host);
-    r.str("user", node.user);
-    r.str("ssh_key", node.ssh_key);
+    r.strs({{"name", node.name}, {"host", node.host}, {"user", node.user}});
+    r.strs({{"ssh_key", node.ssh_key}, {"transport", node.transport}});
     r.integer("port", node.port, 1, false, 65535);
-    r.str("transport", node.transport);
     r.finish();
   } else {
     issues.add(p, "a node must be a host name or an object",

@@ -94,25 +94,34 @@ void JsonReader::finish() {
   }
 }
 
-const JsonReader::Json* JsonReader::object(const std::string& key) {
+const JsonReader::Json* JsonReader::typed(const std::string& key, bool (*is)(const Json&),
+                                          const char* must_be, const char* fix, bool says_value) {
   const Json* v = find(key);
-  if (!v || v->is_object()) return v;
-  issues_.add(at(key), "'" + key + "' must be an object, found " + json_type_name(*v), "write it as { ... }");
+  if (!v || is(*v)) return v;
+  issues_.add(at(key),
+              "'" + key + "' must be " + must_be + ", found " + json_type_name(*v) +
+                  (says_value ? " " + v->dump() : ""),
+              fix);
   return nullptr;
 }
 
+bool JsonReader::missing(const std::string& key, bool required, const std::string& placeholder) {
+  if (find(key)) return false;
+  if (required)
+    issues_.add(at(key), "required key '" + key + "' is missing", "add \"" + key + "\": " + placeholder);
+  return true;
+}
+
+const JsonReader::Json* JsonReader::object(const std::string& key) {
+  return typed(
+      key, [](const Json& v) { return v.is_object(); }, "an object", "write it as { ... }", false);
+}
+
 void JsonReader::str(const std::string& key, std::string& out, bool required) {
-  const Json* v = find(key);
-  if (!v) {
-    if (required)
-      issues_.add(at(key), "required key '" + key + "' is missing", "add \"" + key + "\": \"...\"");
-    return;
-  }
-  if (!v->is_string()) {
-    issues_.add(at(key), "'" + key + "' must be a string, found " + json_type_name(*v), "quote the value");
-    return;
-  }
-  out = v->get<std::string>();
+  if (missing(key, required, "\"...\"")) return;
+  if (const Json* v = typed(
+          key, [](const Json& j) { return j.is_string(); }, "a string", "quote the value", false))
+    out = v->get<std::string>();
 }
 
 bool JsonReader::choice(const std::string& key, std::string& out, const std::vector<std::string>& words,
@@ -131,29 +140,19 @@ bool JsonReader::choice(const std::string& key, std::string& out, const std::vec
 }
 
 void JsonReader::boolean(const std::string& key, bool& out) {
-  const Json* v = find(key);
-  if (!v) return;
-  if (!v->is_boolean()) {
-    issues_.add(at(key), "'" + key + "' must be true or false, found " + json_type_name(*v) + " " + v->dump(),
-                "write true or false without quotes");
-    return;
-  }
-  out = v->get<bool>();
+  if (const Json* v = typed(
+          key, [](const Json& j) { return j.is_boolean(); }, "true or false",
+          "write true or false without quotes", true))
+    out = v->get<bool>();
 }
 
 std::optional<long long> JsonReader::integer_value(const std::string& key, long long min, long long max,
                                                    bool required) {
-  const Json* v = find(key);
-  if (!v) {
-    if (required)
-      issues_.add(at(key), "required key '" + key + "' is missing", "add \"" + key + "\": <integer>");
-    return std::nullopt;
-  }
-  if (!v->is_number_integer()) {
-    issues_.add(at(key), "'" + key + "' must be an integer, found " + json_type_name(*v) + " " + v->dump(),
-                "write a whole number without quotes");
-    return std::nullopt;
-  }
+  if (missing(key, required, "<integer>")) return std::nullopt;
+  const Json* v = typed(
+      key, [](const Json& j) { return j.is_number_integer(); }, "an integer",
+      "write a whole number without quotes", true);
+  if (!v) return std::nullopt;
   const long long n = v->get<long long>();
   if (n < min || n > max) {
     const bool below = n < min;
@@ -168,13 +167,9 @@ std::optional<long long> JsonReader::integer_value(const std::string& key, long 
 }
 
 void JsonReader::number(const std::string& key, double& out, std::optional<double> min) {
-  const Json* v = find(key);
+  const Json* v = typed(
+      key, [](const Json& j) { return j.is_number(); }, "a number", "write a number without quotes", true);
   if (!v) return;
-  if (!v->is_number()) {
-    issues_.add(at(key), "'" + key + "' must be a number, found " + json_type_name(*v) + " " + v->dump(),
-                "write a number without quotes");
-    return;
-  }
   const double d = v->get<double>();
   if (min && d < *min) {
     issues_.add(at(key), "'" + key + "' is " + v->dump() + ", must be >= " + short_number(*min),
@@ -185,14 +180,11 @@ void JsonReader::number(const std::string& key, double& out, std::optional<doubl
 }
 
 void JsonReader::str_list(const std::string& key, std::vector<std::string>& out) {
-  const Json* v = find(key);
+  const Json* v = typed(
+      key, [](const Json& j) { return j.is_array(); }, "a list of strings", "write it as [\"...\", ...]",
+      false);
   if (!v) return;
   const std::string p = at(key);
-  if (!v->is_array()) {
-    issues_.add(p, "'" + key + "' must be a list of strings, found " + json_type_name(*v),
-                "write it as [\"...\", ...]");
-    return;
-  }
   out.clear();
   for (std::size_t i = 0; i < v->size(); ++i) {
     const auto& e = (*v)[i];

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <climits>
+#include <functional>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -54,6 +56,16 @@ class JsonReader {
   }
   void number(const std::string& key, double& out, std::optional<double> min = std::nullopt);
   void str_list(const std::string& key, std::vector<std::string>& out);
+  // Several optional keys of one kind, in order, each into its field: a block's plain strings, or
+  // its string lists.
+  template <typename T>
+  using Fields = std::initializer_list<std::pair<const char*, std::reference_wrapper<T>>>;
+  void strs(Fields<std::string> fields) {
+    for (const auto& [key, out] : fields) str(key, out.get());
+  }
+  void str_lists(Fields<std::vector<std::string>> fields) {
+    for (const auto& [key, out] : fields) str_list(key, out.get());
+  }
   // A string that must be one of `words`; true when one was read.
   bool choice(const std::string& key, std::string& out, const std::vector<std::string>& words,
               const std::string& fix);
@@ -91,6 +103,12 @@ class JsonReader {
 
  private:
   std::optional<long long> integer_value(const std::string& key, long long min, long long max, bool required);
+  // The value at key when `is` says its type is right; nullptr when absent, or wrong (an issue:
+  // "'key' must be <must_be>, found <its type>", with its value where `says_value`).
+  const Json* typed(const std::string& key, bool (*is)(const Json&), const char* must_be, const char* fix,
+                    bool says_value);
+  // True when key is absent (an issue when `required`: "add \"key\": <placeholder>").
+  bool missing(const std::string& key, bool required, const std::string& placeholder);
   IssueList& issues_;
   const Json& obj_;
   std::string ptr_;

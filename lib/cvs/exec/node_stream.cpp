@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "cvs/exec/child_output.hpp"
 #include "cvs/exec/local_log_stream.hpp"
 #include "cvs/exec/process_group.hpp"
 
@@ -110,14 +111,9 @@ std::vector<StreamFrame> FrameParser::feed(std::string_view bytes) {
 namespace {
 
 // The pipes and the child of a process stream (an in-process stream has none).
-struct ProcessIo {
-  explicit ProcessIo(asio::io_context& io) : out(io), err(io), in(io) {}
-  bp::async_pipe out;
-  bp::async_pipe err;
+struct ProcessIo : ChildOutput {
+  explicit ProcessIo(asio::io_context& io) : ChildOutput(io), in(io) {}
   bp::async_pipe in;
-  std::unique_ptr<bp::child> child;
-  std::array<char, 65536> obuf{};
-  std::array<char, 4096> ebuf{};
   FrameParser parser;
   bool reading = false;  // a read of `out` is armed
   bool out_eof = false, err_eof = false, exited = false;

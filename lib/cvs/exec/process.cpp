@@ -1,6 +1,7 @@
 #include "cvs/exec/process.hpp"
 
 #include "cvs/base/text.hpp"
+#include "cvs/exec/child_output.hpp"
 #include "cvs/exec/process_group.hpp"
 
 #include <signal.h>
@@ -66,17 +67,12 @@ void raise_fd_limit() {
 
 namespace {
 
-struct Slot {
+struct Slot : ChildOutput {
   Slot(asio::io_context& io, const ProcRequest& r, ProcResult& res)
-      : req(r), result(res), out(io), err(io), timer(io) {}
+      : ChildOutput(io), req(r), result(res), timer(io) {}
   const ProcRequest& req;
   ProcResult& result;
-  bp::async_pipe out;
-  bp::async_pipe err;
   asio::steady_timer timer;
-  std::unique_ptr<bp::child> child;
-  std::array<char, 65536> obuf{};
-  std::array<char, 65536> ebuf{};
   int pending = 3;  // stdout EOF, stderr EOF, exit
   std::chrono::steady_clock::time_point start;
 };

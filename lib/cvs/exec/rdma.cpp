@@ -7,14 +7,7 @@ namespace cvs {
 namespace {
 
 const char* mode_word(NcclList::Mode m) {
-  switch (m) {
-    case NcclList::Mode::Exact:
-      return "exact";
-    case NcclList::Mode::Exclude:
-      return "exclude";
-    default:
-      return "prefix";
-  }
+  return m == NcclList::Mode::Exact ? "exact" : m == NcclList::Mode::Exclude ? "exclude" : "prefix";
 }
 
 // The node-side program: $1 ib (0/1), $2 HCA mode, $3 interface mode, $4 gloo interface, then
