@@ -2,29 +2,23 @@
 // name and the note that says why a step was left out.
 #include <string>
 
+#include "cvs/base/enum_names.hpp"
 #include "cvs/base/format.hpp"
 #include "cvs/statistics/metrics.hpp"
 
 namespace cvs {
 
+namespace {
+
+using enum ExcludedBecause;
+constexpr EnumWord<ExcludedBecause> kRuleWords[] = {
+    {AsyncDispatch, "asynchronous_dispatch"}, {CatchUp, "catch_up"},  {StartUp, "start_up"}, {Eval, "eval"},
+    {CheckpointSave, "checkpoint_save"},      {Profiler, "profiler"}, {Stall, "stall"}};
+
+}  // namespace
+
 const char* to_string(ExcludedBecause b) {
-  switch (b) {
-    case ExcludedBecause::AsyncDispatch:
-      return "asynchronous_dispatch";
-    case ExcludedBecause::CatchUp:
-      return "catch_up";
-    case ExcludedBecause::StartUp:
-      return "start_up";
-    case ExcludedBecause::Eval:
-      return "eval";
-    case ExcludedBecause::CheckpointSave:
-      return "checkpoint_save";
-    case ExcludedBecause::Profiler:
-      return "profiler";
-    case ExcludedBecause::Stall:
-      return "stall";
-  }
-  return "";
+  return word_of(kRuleWords, b);
 }
 
 std::string StepSeries::exclusion_note(const Queued& q, ExcludedBecause why, double ref) const {
