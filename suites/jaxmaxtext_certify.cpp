@@ -1,5 +1,5 @@
 // jaxmaxtext_certify (`cvs certify`): from a list of hosts to "these N nodes are certified for this
-// workload, these are excluded and why", in tiers (lib/cvs/fleet/certificate.hpp): preflight,
+// workload, these are excluded and why", in tiers (lib/cvs/certify/certificate.hpp): preflight,
 // nodes, links and the scaling ladder, each only on the nodes the tier before left healthy, each
 // tier's outcome written to certificate.json before the next starts.
 //

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cvs/certify/certificate.hpp"
 #include "cvs/config/cluster.hpp"
-#include "cvs/fleet/certificate.hpp"
 
 namespace cvs::report {
 

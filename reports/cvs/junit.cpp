@@ -5,7 +5,7 @@
 #include <map>
 
 #include "cvs/base/text.hpp"
-#include "cvs/fleet/certificate.hpp"
+#include "cvs/certify/certificate.hpp"
 #include "cvs/fleet/fleet.hpp"
 
 namespace cvs::report {

@@ -9,6 +9,7 @@
 
 #include "cvs/base/text.hpp"
 #include "cvs/certificate_report.hpp"
+#include "cvs/certify/certificate_entry.hpp"
 #include "cvs/fleet_report.hpp"
 #include "cvs/history/openmetrics.hpp"
 #include "cvs/html_report.hpp"
@@ -37,7 +38,7 @@ const history::SessionEntry& entry_of(const ReportContext& c) {
   if (c.entry) return *c.entry;
   if (!c.built_entry) {
     if (c.certification)
-      c.built_entry = history::entry_of_certificate(c.certification->certificate, c.folder);
+      c.built_entry = certify::entry_of_certificate(c.certification->certificate, c.folder);
     else if (c.fleet)
       c.built_entry = history::entry_of_fleet(c.folder);
     else if (c.results)

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "cvs/certify/certificate.hpp"
 #include "cvs/config/cluster.hpp"
-#include "cvs/fleet/certificate.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/fleet/fleet_pairs.hpp"
 #include "cvs/history/store.hpp"

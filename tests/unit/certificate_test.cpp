@@ -8,9 +8,9 @@
 #include <fstream>
 
 #include "cvs/certificate_report.hpp"
+#include "cvs/certify/certificate.hpp"
 #include "cvs/exec/process.hpp"
 #include "cvs/exec/slurm.hpp"
-#include "cvs/fleet/certificate.hpp"
 #include "cvs/history/store.hpp"
 #include "cvs/junit.hpp"
 #include "test_helpers.hpp"

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cvs/certify/certificate_entry.hpp"
 #include "cvs/certify/plan.hpp"
 #include "cvs/history/store.hpp"
 #include "test_helpers.hpp"
@@ -143,9 +144,9 @@ TEST(CertifyPlan, FromTheHistorysLastCleanCertificationOfTheConfigAndHostCount) 
   fs::remove_all(dir);
   fs::create_directories(dir);
   auto store = cvs::history::Store::open((dir / "h.sqlite").string());
-  store->record(cvs::history::entry_of_certificate(decided(4, {30, 120, 60}, true), dir / "one"));
-  store->record(cvs::history::entry_of_certificate(decided(4, {300, 1200, 600, 900}, false), dir / "two"));
-  store->record(cvs::history::entry_of_certificate(decided(3, {1, 1, 1, 1}, true), dir / "three"));
+  store->record(cvs::certify::entry_of_certificate(decided(4, {30, 120, 60}, true), dir / "one"));
+  store->record(cvs::certify::entry_of_certificate(decided(4, {300, 1200, 600, 900}, false), dir / "two"));
+  store->record(cvs::certify::entry_of_certificate(decided(3, {1, 1, 1, 1}, true), dir / "three"));
   EXPECT_FALSE(store->certification_times("abc", 5)) << "no certification of 5 hosts";
   EXPECT_FALSE(store->certification_times("other", 4));
   const auto t = store->certification_times("abc", 4);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cvs/catalog/metric_catalog.hpp"
+#include "cvs/certify/certificate_entry.hpp"
 #include "cvs/history/openmetrics.hpp"
 #include "cvs/history/store.hpp"
 #include "cvs/history/trend.hpp"
@@ -325,7 +326,7 @@ TEST(HistoryStore, ACertificationIsRecordedWithItsExclusionsAndLadder) {
   EXPECT_EQ(s->ledger("ns-a")[0].outcome, cvs::Outcome::Pass);
   EXPECT_FALSE(s->ledger("ns-a")[0].suspect);
 
-  const auto e = cvs::history::entry_of_folder(folder);
+  const auto e = cvs::certify::entry_of_folder(folder);
   bool rung2 = false;
   for (const auto& m : e.metrics)
     if (m.sweep == "rung-2" && m.metric == "scaling_efficiency_pct") {

@@ -6,7 +6,7 @@
 
 #include <regex>
 
-#include "cvs/fleet/certificate.hpp"
+#include "cvs/certify/certificate.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/junit.hpp"
 #include "cvs/results/results_file.hpp"

@@ -8,6 +8,7 @@
 #include "cli_parse.hpp"
 #include "commands.hpp"
 #include "cvs/base/text.hpp"
+#include "cvs/certify/certificate_entry.hpp"
 #include "cvs/config/json_fields.hpp"
 #include "cvs/history/openmetrics.hpp"
 #include "cvs/history/store.hpp"
@@ -143,7 +144,7 @@ int print_trend(history::Store& s, const std::string& config, const std::string&
 int ingest(history::Store& s, const std::vector<std::string>& paths) {
   int fresh = 0, again = 0;
   for (const auto& p : paths) {
-    const auto e = history::entry_of_folder(p);
+    const auto e = certify::entry_of_folder(p);
     const bool rec = s.record(e);
     (rec ? fresh : again)++;
     std::cout << (rec ? "recorded " : "already recorded ") << e.kind << " " << e.started_at << " " << p

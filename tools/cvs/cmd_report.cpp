@@ -6,7 +6,7 @@
 #include "commands.hpp"
 #include "cvs/base/text.hpp"
 #include "cvs/certificate_report.hpp"
-#include "cvs/fleet/certificate.hpp"
+#include "cvs/certify/certificate.hpp"
 #include "cvs/html_report.hpp"
 #include "cvs/reporters.hpp"
 #include "cvs/results/results_file.hpp"

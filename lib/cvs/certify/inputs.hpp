@@ -1,4 +1,4 @@
-// cvs certify's inputs (lib/cvs/fleet/certificate.hpp says what each tier decides): the options,
+// cvs certify's inputs (lib/cvs/certify/certificate.hpp says what each tier decides): the options,
 // every check before any node runs, and the configs every run of the certification reads.
 #pragma once
 
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "cvs/certify/certificate.hpp"
 #include "cvs/config/cluster.hpp"
-#include "cvs/fleet/certificate.hpp"
 #include "cvs/fleet/fleet.hpp"
 
 namespace cvs::certify {

@@ -1,4 +1,4 @@
-// cvs certify's tiers (lib/cvs/fleet/certificate.hpp says what each decides), each a Tier: what it
+// cvs certify's tiers (lib/cvs/certify/certificate.hpp says what each decides), each a Tier: what it
 // runs through the SuiteRunner on the nodes the tiers before left healthy, what it needs of the
 // budget, and when it cannot start. run() takes them in order and rewrites certificate.json whole
 // after each.

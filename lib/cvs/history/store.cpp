@@ -14,7 +14,6 @@
 #include "cvs/base/sha256.hpp"
 #include "cvs/config/config_error.hpp"
 #include "cvs/config/thresholds.hpp"
-#include "cvs/fleet/certificate.hpp"
 #include "cvs/fleet/fleet.hpp"
 #include "cvs/results/results_file.hpp"
 
@@ -46,23 +45,8 @@ const char* const kSchema[] = {
     "CREATE INDEX IF NOT EXISTS sessions_by_config ON sessions (config_file, started_at)",
 };
 
-std::optional<double> finite(double v) {
-  return std::isfinite(v) ? std::optional(v) : std::nullopt;
-}
-
 std::string text_of(const nlohmann::ordered_json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-// The same session is the same kind, suite, start, config, cluster file and nodes.
-std::string session_id(const SessionEntry& e) {
-  std::vector<std::string> nodes;
-  for (const auto& n : e.node_entries) nodes.push_back(n.node);
-  std::sort(nodes.begin(), nodes.end());
-  std::string key = e.kind + "|" + e.suite + "|" + e.started_at + "|" + e.config_sha256 + "|" + e.cluster;
-  for (const auto& n : nodes) key += "|" + n;
-  if (!e.revision.empty()) key += "|" + e.revision;
-  return sha256_hex(key).substr(0, 32);
 }
 
 std::string stem_of(const std::string& path) {
@@ -84,6 +68,20 @@ RunOutcome outcome_of_text(const std::string& s) {
   return outcome_from_string(s);  // "NO RESULTS", "" (older stores' ungated metrics): none
 }
 
+std::optional<double> stored_figure(double v) {
+  return std::isfinite(v) ? std::optional(v) : std::nullopt;
+}
+
+std::string session_id(const SessionEntry& e) {
+  std::vector<std::string> nodes;
+  for (const auto& n : e.node_entries) nodes.push_back(n.node);
+  std::sort(nodes.begin(), nodes.end());
+  std::string key = e.kind + "|" + e.suite + "|" + e.started_at + "|" + e.config_sha256 + "|" + e.cluster;
+  for (const auto& n : nodes) key += "|" + n;
+  if (!e.revision.empty()) key += "|" + e.revision;
+  return sha256_hex(key).substr(0, 32);
+}
+
 SessionEntry entry_of_session(const Results& r, const std::string& source) {
   SessionEntry e;
   e.kind = "suite";
@@ -103,11 +101,11 @@ SessionEntry entry_of_session(const Results& r, const std::string& source) {
     std::map<std::string, const EvaluationRecord*> ev;
     for (const auto& x : sw.evaluations) ev[x.metric.substr(x.metric.rfind('.') + 1)] = &x;
     for (const auto& [name, v] : sw.metrics) {
-      MetricEntry m{key, name, finite(v), {}, {}, {}, std::nullopt};
+      MetricEntry m{key, name, stored_figure(v), {}, {}, {}, std::nullopt};
       if (const auto* iv = sw.steady_state ? sw.steady_state->interval(name) : nullptr) {
-        m.estimate = finite(iv->estimate);
-        m.lo = finite(iv->lo);
-        m.hi = finite(iv->hi);
+        m.estimate = stored_figure(iv->estimate);
+        m.lo = stored_figure(iv->lo);
+        m.hi = stored_figure(iv->hi);
       }
       if (auto it = ev.find(name); it != ev.end()) m.outcome = it->second->outcome;
       e.metrics.push_back(std::move(m));
@@ -145,7 +143,7 @@ SessionEntry entry_of_fleet(const fs::path& folder) {
         }
         for (const auto& [key, sw] : r.sweeps)
           if (const auto* iv = sw.steady_state ? sw.steady_state->interval(kTokS) : nullptr)
-            ne.figure = finite(iv->estimate);
+            ne.figure = stored_figure(iv->estimate);
       } catch (const std::exception&) {
         ne.outcome = std::nullopt;  // no results to read
       }
@@ -197,105 +195,6 @@ SessionEntry entry_of_calibration(const fs::path& file, const std::vector<Result
   return e;
 }
 
-namespace {
-
-// A certification's verdict as a session's status: CERTIFIED passes, NOT CERTIFIED fails, a
-// certification that ended early (budget, Ctrl-C) decided nothing, an infrastructure error is one.
-Outcome status_of(Verdict v) {
-  switch (v) {
-    case Verdict::Certified:
-      return Outcome::Pass;
-    case Verdict::NotCertified:
-      return Outcome::Fail;
-    case Verdict::Incomplete:
-      return Outcome::Inconclusive;
-    case Verdict::Error:
-      break;
-  }
-  return Outcome::Error;
-}
-
-// Each rung of the ladder as the sweep "rung-<nodes>": its tokens/s/GPU and its efficiency
-// against the 1-node rung, each with its interval; the efficiency carries the rung's verdict.
-void add_rungs(SessionEntry& e, const std::vector<Rung>& rungs) {
-  for (const auto& r : rungs) {
-    const std::string sweep = "rung-" + std::to_string(r.nodes);
-    MetricEntry speed{sweep, kTokS, finite(r.tok_s_per_gpu), finite(r.tok_s_per_gpu), {}, {}, r.status};
-    if (r.interval) {
-      speed.lo = finite(r.interval->first);
-      speed.hi = finite(r.interval->second);
-    }
-    e.metrics.push_back(std::move(speed));
-    if (r.efficiency_pct)
-      e.metrics.push_back({sweep, std::string(to_string(Metric::ScalingEfficiencyPct)), r.efficiency_pct,
-                           r.efficiency_pct, r.efficiency_lo_pct, r.efficiency_hi_pct, r.verdict});
-  }
-}
-
-// Each decided tier's time as the sweep "tier-<kind>": its wall seconds, its node-minutes and their
-// phases (what cvs certify --plan estimates from).
-void add_tier_times(SessionEntry& e, const Certificate& c) {
-  for (const auto& t : c.tiers) {
-    if (t.state != TierState::Decided) continue;
-    const std::string sweep = std::string("tier-") + to_string(t.kind);
-    const auto add = [&](const char* metric, double v) {
-      e.metrics.push_back({sweep, metric, v, v, {}, {}, t.outcome});
-    };
-    add("seconds", t.seconds);
-    add("node_minutes", t.node_minutes);
-    add("nodes_in", static_cast<double>(t.nodes_in.size()));
-    // What the nodes tier's runs stepped for (its time depends on it: cvs certify --plan).
-    if (t.kind == TierKind::Nodes) add("detect_slowdown_pct", c.inputs.detect_slowdown_pct);
-    if (t.phases.runs == 0) continue;
-    add("training_node_minutes", t.phases.training_s / 60);
-    add("startup_node_minutes", t.phases.startup_s / 60);
-    add("compile_node_minutes", t.phases.compile_s / 60);
-    add("checkpoint_node_minutes", t.phases.checkpoint_s / 60);
-    add("teardown_node_minutes", t.phases.teardown_s / 60);
-    add("other_node_minutes", t.phases.other_s / 60);
-  }
-}
-
-}  // namespace
-
-SessionEntry entry_of_certificate(const Certificate& c, const fs::path& folder) {
-  SessionEntry e;
-  e.kind = "certify";
-  e.suite = "jaxmaxtext_certify";
-  e.source = folder.string();
-  e.started_at = c.started_at;
-  e.finished_at = c.ended_at;
-  e.revision = c.ended_at;  // a resumed certification keeps its start: its end tells the parts apart
-  e.status = status_of(c.verdict);
-  e.config_file = c.inputs.config_file;
-  e.config_sha256 = c.inputs.config_sha256;
-  e.cluster = c.inputs.cluster_file;
-  e.nodes = static_cast<int>(c.inputs.hosts.size());
-  e.provenance = {{"verdict", to_string(c.verdict)},
-                  {"verdict_reason", c.verdict_reason},
-                  {"tool_version", c.tool_version},
-                  {"git_commit", c.git_commit},
-                  {"distributed_config", c.inputs.distributed_config_file},
-                  {"baseline", c.inputs.baseline_file}};
-  if (const auto* scale = c.tier(TierKind::Scale)) add_rungs(e, scale->rungs);
-  add_tier_times(e, c);
-  // Every host: excluded (a suspect, in its tier's words), certified, or neither (not reached).
-  for (const auto& host : c.inputs.hosts) {
-    NodeEntry n{host, std::nullopt, false, "", std::nullopt};
-    if (std::find(c.certified.begin(), c.certified.end(), host) != c.certified.end())
-      n.outcome = Outcome::Pass;
-    for (const auto& x : c.excluded)
-      if (x.node == host) {
-        n.outcome = Outcome::Fail;
-        n.suspect = true;
-        n.evidence = x.tier + ": " + x.evidence;
-      }
-    e.node_entries.push_back(std::move(n));
-  }
-  e.id = session_id(e);
-  return e;
-}
-
 SessionEntry entry_of_folder(const fs::path& path) {
   if (fs::is_regular_file(path)) {
     // By what the file holds, not its name: a calibration has "_calibration"; anything else is
@@ -304,9 +203,6 @@ SessionEntry entry_of_folder(const fs::path& path) {
     const auto j = nlohmann::ordered_json::parse(in, nullptr, false);
     if (j.is_object() && j.contains("_calibration")) return entry_of_calibration(path, {});
     return entry_of_session(read_results(path), path.parent_path().string());
-  }
-  if (fs::exists(path / "certificate.json")) {
-    return entry_of_certificate(read_certificate(path / "certificate.json"), path);
   }
   if (fs::exists(path / "fleet.json")) return entry_of_fleet(path);
   if (fs::exists(path / "results.json"))

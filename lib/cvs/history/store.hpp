@@ -27,8 +27,7 @@
 #include "cvs/history/db.hpp"
 
 namespace cvs {
-struct Results;      // results_file.hpp
-struct Certificate;  // fleet/certificate.hpp
+struct Results;  // results_file.hpp
 }  // namespace cvs
 
 namespace cvs::history {
@@ -75,14 +74,15 @@ SessionEntry entry_of_session(const Results& r, const std::string& source);
 SessionEntry entry_of_fleet(const std::filesystem::path& folder);
 // A calibration's entry (kind "calibration"), from the file cvs calibrate wrote and its repeats.
 SessionEntry entry_of_calibration(const std::filesystem::path& file, const std::vector<Results>& repeats);
-// A certification's entry (kind "certify"): its verdict as the status (CERTIFIED PASS, NOT CERTIFIED
-// FAIL, INCOMPLETE INCONCLUSIVE, ERROR), every host (certified PASS; excluded FAIL, a suspect with
-// its tier's words; neither: none), each rung of the ladder as the sweep "rung-<nodes>" (its
-// tokens/s/GPU, its scaling efficiency with the interval and verdict).
-SessionEntry entry_of_certificate(const Certificate& c, const std::filesystem::path& folder);
-// Whatever a folder holds: a certification (certificate.json), a fleet run (fleet.json), a session
-// (results.json), or a calibration file; StoreError when it is none of these.
+// A certification's entry is the certification's own (certify/certificate_entry.hpp).
+// Whatever a folder holds: a fleet run (fleet.json), a session (results.json), or a calibration
+// file; StoreError when it is none of these (certify::entry_of_folder reads a certification first).
 SessionEntry entry_of_folder(const std::filesystem::path& path);
+// An entry's id: the same session is the same kind, suite, start, config, cluster file, nodes
+// and revision.
+std::string session_id(const SessionEntry& e);
+// A figure as the store keeps it: nullopt (NULL) for NaN or infinity.
+std::optional<double> stored_figure(double v);
 
 struct SessionRow {
   std::string id, kind, suite, started_at;
@@ -134,7 +134,7 @@ class Store {
   std::vector<SessionEntry> latest_sessions() const;  // the newest session per config and cluster
   // The tiers' times of the newest certification of the config of this sha256 with `hosts` hosts
   // (a CERTIFIED one with every host certified first, else any), by tier: seconds, node_minutes,
-  // nodes_in and the phases' node-minutes (entry_of_certificate); nullopt when there is none.
+  // nodes_in and the phases' node-minutes (certify::entry_of_certificate); nullopt when there is none.
   struct CertificationTimes {
     std::string id, started_at, verdict;
     int hosts = 0;

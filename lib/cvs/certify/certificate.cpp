@@ -1,4 +1,4 @@
-#include "cvs/fleet/certificate.hpp"
+#include "cvs/certify/certificate.hpp"
 
 #include "cvs/base/enum_names.hpp"
 #include "cvs/base/exit_codes.hpp"
