@@ -15,6 +15,7 @@
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/process.hpp"
 #include "e2e/cpu_policy.hpp"
+#include "support/test_dir.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -24,9 +25,7 @@ namespace {
 class LauncherE2E : public ::testing::Test {
  protected:
   void SetUp() override {
-    root = fs::temp_directory_path() / ("cvs_e2e_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root);
+    root = cvs::test::fresh_test_dir("cvs_e2e");
     std::ifstream in(std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json");
     base = ordered_json::parse(in);
     base["paths"]["shared_fs"] = root.string();

@@ -15,6 +15,7 @@
 #include "cvs/config/maxtext_yaml.hpp"
 #include "cvs/exec/launch.hpp"
 #include "e2e/cpu_policy.hpp"
+#include "support/test_dir.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -33,9 +34,7 @@ class Slurm : public ::testing::Test {
     ASSERT_NE(d, nullptr)
         << "run through tests/integration/slurm_cluster.sh run DIR -- (ctest -L integration does)";
     cluster = cvs::load_cluster(fs::path(d) / "cluster.json");
-    root = fs::temp_directory_path() / ("cvs_slurm_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root);
+    root = cvs::test::fresh_test_dir("cvs_slurm");
     std::ifstream in(std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_single.json");
     auto j = ordered_json::parse(in);
     j["paths"]["shared_fs"] = root.string();

@@ -13,6 +13,7 @@
 #include "cvs/exec/launch.hpp"
 #include "cvs/exec/transport.hpp"
 #include "e2e/cpu_policy.hpp"
+#include "support/test_dir.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -27,9 +28,7 @@ class SshNetns : public ::testing::Test {
         << "run through tests/integration/netns_cluster.sh run DIR -- (ctest -L integration does)";
     dir = d;
     cluster = cvs::load_cluster(dir / "cluster.json");
-    root = fs::temp_directory_path() / ("cvs_ssh_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root);
+    root = cvs::test::fresh_test_dir("cvs_ssh");
     std::ifstream in(std::string(CVS_SOURCE_ROOT) + "/configs/cpu_jaxmaxtext_tiny_distributed.json");
     auto j = ordered_json::parse(in);
     j["paths"]["shared_fs"] = root.string();

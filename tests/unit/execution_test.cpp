@@ -19,6 +19,7 @@
 #include "cvs/exec/runtime.hpp"
 #include "cvs/exec/transport.hpp"
 #include "cvs/logs/run_timeline.hpp"
+#include "support/test_dir.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -291,9 +292,7 @@ TEST(Process, MissingProgramIsASpawnErrorNotAThrow) {
 class NodeAgent : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("cvs_agent_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
+    dir = cvs::test::fresh_test_dir("cvs_agent");
     fs::create_directories(dir);
   }
   void TearDown() override { fs::remove_all(dir); }

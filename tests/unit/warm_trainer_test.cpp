@@ -16,6 +16,7 @@
 #include "cvs/base/text.hpp"
 #include "cvs/exec/node_agent.hpp"
 #include "cvs/exec/process.hpp"
+#include "support/test_dir.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -59,9 +60,7 @@ if __name__ == "__main__":
 class WarmTrainer : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("cvs_warm_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
+    dir = cvs::test::fresh_test_dir("cvs_warm");
     fs::create_directories(dir / "script");
     std::ofstream(dir / "script/train.py") << kScript;
     std::ofstream(dir / "script/heavy.py")
