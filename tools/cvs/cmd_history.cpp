@@ -38,19 +38,24 @@ constexpr auto kLemonFields =
                     field("of_last", &history::Lemon::of_last), field("evidence", &history::Lemon::evidence),
                     field("trend_pct", &history::Lemon::trend_pct));
 
+// `--json` rows: each row's fields, and its outcome's words under `key`.
+template <class Row, class Fields>
+int print_json_rows(const std::vector<Row>& rows, const Fields& fields, const char* key,
+                    history::RunOutcome Row::*outcome) {
+  J a = J::array();
+  for (const auto& r : rows) {
+    J& j = a.emplace_back(J::object());
+    write_fields(j, r, fields);
+    j[key] = history::outcome_text(r.*outcome);
+  }
+  std::cout << a.dump(2) << "\n";
+  return kExitOk;
+}
+
 int print_sessions(history::Store& s, const std::string& config, const std::string& cluster,
                    const std::string& since, bool json) {
   const auto rows = s.sessions(config, cluster, since);
-  if (json) {
-    J a = J::array();
-    for (const auto& r : rows) {
-      J& j = a.emplace_back(J::object());
-      write_fields(j, r, kSessionRowFields);
-      j["status"] = history::outcome_text(r.status);
-    }
-    std::cout << a.dump(2) << "\n";
-    return kExitOk;
-  }
+  if (json) return print_json_rows(rows, kSessionRowFields, "status", &history::SessionRow::status);
   std::cout << fmt::format("{:<21} {:<12} {:<24} {:<7} {:>5}  {}\n", "STARTED", "KIND", "SUITE", "STATUS",
                            "NODES", "CONFIG @ CLUSTER");
   for (const auto& r : rows)
@@ -66,16 +71,7 @@ int print_ledger(history::Store& s, const std::string& node, bool json) {
     std::cerr << "cvs history node: no session in " << s.where() << " names node '" << node << "'\n";
     return kExitUsage;
   }
-  if (json) {
-    J a = J::array();
-    for (const auto& r : rows) {
-      J& j = a.emplace_back(J::object());
-      write_fields(j, r, kLedgerRowFields);
-      j["outcome"] = history::outcome_text(r.outcome);
-    }
-    std::cout << a.dump(2) << "\n";
-    return kExitOk;
-  }
+  if (json) return print_json_rows(rows, kLedgerRowFields, "outcome", &history::LedgerRow::outcome);
   std::cout << fmt::format("{:<21} {:<12} {:<10} {:<8} {}\n", "STARTED", "KIND", "OUTCOME", "SUSPECT",
                            "EVIDENCE");
   for (const auto& r : rows)

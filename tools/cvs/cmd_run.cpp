@@ -60,22 +60,25 @@ int cmd_run(const Args& args) {
   return exec_program("cvs run", std::move(argv));
 }
 
-// `cvs fleet ARGS` is `cvs run jaxmaxtext_fleet ARGS`.
-int cmd_fleet(const Args& args) {
-  Args all = {"jaxmaxtext_fleet"};
+namespace {
+
+// `cvs <command> ARGS` that is `cvs run <suite> ARGS`.
+int run_suite(const char* suite, const Args& args) {
+  Args all = {suite};
   all.insert(all.end(), args.begin(), args.end());
   return cmd_run(all);
 }
 
-}  // namespace cvs::cli
+}  // namespace
 
-namespace cvs::cli {
+// `cvs fleet ARGS` is `cvs run jaxmaxtext_fleet ARGS`.
+int cmd_fleet(const Args& args) {
+  return run_suite("jaxmaxtext_fleet", args);
+}
 
 // `cvs certify ARGS` is `cvs run jaxmaxtext_certify ARGS`.
 int cmd_certify(const Args& args) {
-  Args all = {"jaxmaxtext_certify"};
-  all.insert(all.end(), args.begin(), args.end());
-  return cmd_run(all);
+  return run_suite("jaxmaxtext_certify", args);
 }
 
 }  // namespace cvs::cli
